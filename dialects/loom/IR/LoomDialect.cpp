@@ -1,0 +1,112 @@
+//===- LoomDialect.cpp - Loom dialect -------------------------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace loom;
+
+#include "dialects/loom/IR/LoomDialect.cpp.inc"
+
+void LoomDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/loom/IR/LoomOps.cpp.inc"
+      >();
+}
+
+/// Checks a discardable attribute that names a value (`loom.param`,
+/// `loom.input`, `loom.output`).
+static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'" << attr.getName()
+                           << "' must be a non-empty string";
+  return success();
+}
+
+LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == kShardingAttrName) {
+    auto shardings = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!shardings || shardings.size() != op->getNumResults())
+      return op->emitError() << "'" << kShardingAttrName
+                             << "' must list one #loom.sharding per result ("
+                             << op->getNumResults() << ")";
+    for (auto [sharding, result] : llvm::zip(shardings, op->getResults())) {
+      auto typed = dyn_cast<ShardingAttr>(sharding);
+      if (!typed)
+        return op->emitError() << "'" << kShardingAttrName
+                               << "' must list #loom.sharding attributes";
+      if (failed(verifySharding(op, typed, result.getType(),
+                                [&] { return op->emitError(); })))
+        return failure();
+    }
+    return success();
+  }
+  if (attr.getName() == kModelAttrName) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << kModelAttrName
+                             << "' only applies to functions";
+    return success();
+  }
+  return op->emitError() << "unknown Loom attribute '" << attr.getName() << "'";
+}
+
+/// Checks the Loom attributes of one function argument or result.
+static LogicalResult verifyValueAttr(Operation *op, Type type,
+                                     NamedAttribute attr, bool isResult) {
+  StringRef name = attr.getName().getValue();
+  if (name == LoomDialect::kShardingAttrName) {
+    auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+    if (!sharding)
+      return op->emitError() << "'" << name << "' must be a #loom.sharding";
+    return verifySharding(op, sharding, type, [&] { return op->emitError(); });
+  }
+  if (name == LoomDialect::kInitAttrName) {
+    if (isResult || !isa<InitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a #loom.init on an argument";
+    return success();
+  }
+  if ((name == LoomDialect::kParamAttrName ||
+       name == LoomDialect::kInputAttrName) && !isResult)
+    return verifyNameAttr(op, attr);
+  if (name == LoomDialect::kOutputAttrName && isResult)
+    return verifyNameAttr(op, attr);
+  return op->emitError() << "unknown Loom " << (isResult ? "result" : "argument")
+                         << " attribute '" << name << "'";
+}
+
+LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitError() << "Loom argument attributes only apply to "
+                              "functions";
+  return verifyValueAttr(op, function.getArgumentTypes()[argIndex], attr,
+                         /*isResult=*/false);
+}
+
+LogicalResult LoomDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitError() << "Loom result attributes only apply to "
+                              "functions";
+  return verifyValueAttr(op, function.getResultTypes()[resultIndex], attr,
+                         /*isResult=*/true);
+}

@@ -1,0 +1,54 @@
+//===- LoomDialect.td - Loom dialect definition ------------*- tablegen -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECT_TD
+#define LOOM_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Loom_Dialect : Dialect {
+  let name = "loom";
+  let cppNamespace = "::loom";
+  let summary = "Global tensor programs with device meshes and shardings";
+  let description = [{
+    The Loom dialect holds one global (unpartitioned) tensor program per
+    model. Types are plain ranked tensors with global shapes; how a value is
+    laid out over the devices of a mesh is a `#loom.sharding` attribute on
+    the value's defining op (`loom.sharding`, one entry per result) or on the
+    function argument/result (`loom.sharding`). Compute ops are pure and have
+    value semantics. Parameters are arguments of the model function carrying
+    `loom.param` (their checkpoint name) and `loom.init`.
+
+    ```mlir
+    loom.mesh @mesh ["dp" = 2, "tp" = 4]
+    func.func @MLP(%x: tensor<8x16xf32> {loom.input = "x", loom.sharding =
+                   #loom.sharding<@mesh, [{"dp"}, {"tp"} ]> }) -> tensor<8x16xf32>
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Discardable attribute names used on ops and function arguments.
+    static constexpr llvm::StringLiteral kShardingAttrName = "loom.sharding";
+    static constexpr llvm::StringLiteral kParamAttrName = "loom.param";
+    static constexpr llvm::StringLiteral kInitAttrName = "loom.init";
+    static constexpr llvm::StringLiteral kInputAttrName = "loom.input";
+    static constexpr llvm::StringLiteral kOutputAttrName = "loom.output";
+    static constexpr llvm::StringLiteral kModelAttrName = "loom.model";
+    static constexpr llvm::StringLiteral kStackedAttrName = "loom.stacked";
+
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+class Loom_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Loom_Dialect, mnemonic, traits>;
+
+#endif // LOOM_DIALECT_TD

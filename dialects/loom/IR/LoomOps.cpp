@@ -1,0 +1,427 @@
+//===- LoomOps.cpp - Loom operations --------------------------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/TypeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace loom;
+
+//===----------------------------------------------------------------------===//
+// Mesh and sharding checks
+//===----------------------------------------------------------------------===//
+
+/// Parses `["dp" = 2, "tp" = 4]`.
+static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
+                                 DenseI64ArrayAttr &sizes) {
+  SmallVector<Attribute> nameList;
+  SmallVector<int64_t> sizeList;
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size;
+    if (parser.parseString(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    nameList.push_back(parser.getBuilder().getStringAttr(name));
+    sizeList.push_back(size);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, parseAxis))
+    return failure();
+  names = parser.getBuilder().getArrayAttr(nameList);
+  sizes = parser.getBuilder().getDenseI64ArrayAttr(sizeList);
+  return success();
+}
+
+static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
+                          DenseI64ArrayAttr sizes) {
+  printer << '[';
+  llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), printer,
+                        [&](auto axis) {
+                          printer << std::get<0>(axis) << " = "
+                                  << std::get<1>(axis);
+                        });
+  printer << ']';
+}
+
+LogicalResult MeshOp::verify() {
+  if (getAxisNames().size() != getAxisSizes().size())
+    return emitOpError("has ") << getAxisNames().size() << " axis names but "
+                               << getAxisSizes().size() << " sizes";
+  if (getAxisNames().empty())
+    return emitOpError("needs at least one axis");
+  llvm::SmallSet<StringRef, 8> seen;
+  for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes())) {
+    StringRef axis = cast<StringAttr>(name).getValue();
+    if (!seen.insert(axis).second)
+      return emitOpError("declares axis '") << axis << "' twice";
+    if (size < 1)
+      return emitOpError("axis '") << axis << "' must have a positive size, got "
+                                   << size;
+  }
+  for (Attribute manual : getManualAxes())
+    if (!getAxisSize(cast<StringAttr>(manual).getValue()))
+      return emitOpError("manual axis ")
+             << manual << " is not an axis of the mesh";
+  return success();
+}
+
+std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
+  for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes()))
+    if (cast<StringAttr>(name).getValue() == axis)
+      return size;
+  return std::nullopt;
+}
+
+bool MeshOp::isManualAxis(StringRef axis) {
+  return llvm::any_of(getManualAxes(), [&](Attribute manual) {
+    return cast<StringAttr>(manual).getValue() == axis;
+  });
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t devices = 1;
+  for (int64_t size : getAxisSizes())
+    devices *= size;
+  return devices;
+}
+
+MeshOp loom::lookupMesh(Operation *anchor, FlatSymbolRefAttr mesh) {
+  return SymbolTable::lookupNearestSymbolFrom<MeshOp>(anchor, mesh.getAttr());
+}
+
+LogicalResult
+loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
+                     function_ref<InFlightDiagnostic()> emitError) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return emitError() << "sharding applies to ranked tensors, not " << type;
+  MeshOp mesh = lookupMesh(anchor, sharding.getMesh());
+  if (!mesh)
+    return emitError() << "sharding refers to unknown mesh "
+                       << sharding.getMesh();
+  if (static_cast<int64_t>(sharding.getDims().size()) != tensor.getRank())
+    return emitError() << "sharding has " << sharding.getDims().size()
+                       << " dimension(s) but the value " << describeType(tensor)
+                       << " has rank " << tensor.getRank();
+  for (StringAttr axis : sharding.getAllAxes())
+    if (!mesh.getAxisSize(axis))
+      return emitError() << "sharding uses axis " << axis
+                         << " which mesh @" << mesh.getSymName()
+                         << " does not have";
+  for (auto [index, dim] : llvm::enumerate(sharding.getDims())) {
+    int64_t devices = 1;
+    for (StringAttr axis : dim.getAxes())
+      devices *= *mesh.getAxisSize(axis);
+    int64_t size = tensor.getShape()[index];
+    if (size % devices != 0)
+      return emitError() << "dimension " << index << " of size " << size
+                         << " is not divisible by " << devices
+                         << ", the number of devices it is split over; pad "
+                            "it to "
+                         << roundUpTo(size, devices);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Type inference
+//===----------------------------------------------------------------------===//
+
+/// Appends a successfully inferred type.
+template <typename T>
+static LogicalResult push(FailureOr<T> type, SmallVectorImpl<Type> &types) {
+  if (failed(type))
+    return failure();
+  types.push_back(*type);
+  return success();
+}
+
+static RankedTensorType tensorOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+#define LOOM_BINARY_INFER(OP, NAME)                                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return push(inferElementwiseType(loc, NAME, tensorOf(adaptor.getLhs()),    \
+                                     tensorOf(adaptor.getRhs())),              \
+                types);                                                        \
+  }
+LOOM_BINARY_INFER(AddOp, "+")
+LOOM_BINARY_INFER(SubOp, "-")
+LOOM_BINARY_INFER(MulOp, "*")
+LOOM_BINARY_INFER(DivOp, "/")
+#undef LOOM_BINARY_INFER
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return push(inferMatmulType(loc, tensorOf(adaptor.getLhs()),
+                              tensorOf(adaptor.getRhs())),
+              types);
+}
+
+static SmallVector<RankedTensorType> tensorsOf(ValueRange values) {
+  return llvm::map_to_vector(values, tensorOf);
+}
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return push(inferEinsumType(loc, adaptor.getSpec(),
+                              tensorsOf(adaptor.getInputs())),
+              types);
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return push(inferNormType(loc, "layernorm", tensorOf(adaptor.getInput()),
+                            {tensorOf(adaptor.getScale()),
+                             tensorOf(adaptor.getBias())}),
+              types);
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return push(inferNormType(loc, "rmsnorm", tensorOf(adaptor.getInput()),
+                            {tensorOf(adaptor.getScale())}),
+              types);
+}
+
+#define LOOM_REDUCE_INFER(OP, NAME)                                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return push(inferReduceType(loc, NAME, tensorOf(adaptor.getInput()),       \
+                                adaptor.getDims(), adaptor.getKeepdim()),      \
+                types);                                                        \
+  }
+LOOM_REDUCE_INFER(SumOp, "sum")
+LOOM_REDUCE_INFER(MeanOp, "mean")
+LOOM_REDUCE_INFER(MaxOp, "max")
+#undef LOOM_REDUCE_INFER
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return push(
+      inferTransposeType(loc, tensorOf(adaptor.getInput()), adaptor.getPerm()),
+      types);
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return push(inferConcatType(loc, tensorsOf(adaptor.getInputs()),
+                              static_cast<int64_t>(adaptor.getDim())),
+              types);
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  FailureOr<SmallVector<Type>> pieces =
+      inferSplitTypes(loc, tensorOf(adaptor.getInput()),
+                      static_cast<int64_t>(adaptor.getDim()), adaptor.getSizes());
+  if (failed(pieces))
+    return failure();
+  llvm::append_range(types, *pieces);
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return push(inferSliceType(loc, tensorOf(adaptor.getInput()),
+                             adaptor.getStart(), adaptor.getLimit()),
+              types);
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return push(inferEmbeddingType(loc, tensorOf(adaptor.getIds()),
+                                 tensorOf(adaptor.getTable())),
+              types);
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return push(inferAttentionType(loc, tensorOf(adaptor.getQuery()),
+                                 tensorOf(adaptor.getKey()),
+                                 tensorOf(adaptor.getValue())),
+              types);
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  return push(inferCrossEntropyType(loc, tensorOf(adaptor.getLogits()),
+                                    tensorOf(adaptor.getTargets())),
+              types);
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyDimIndex(getLoc(), "softmax", static_cast<int64_t>(getDim()),
+                        getInput().getType().getRank());
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("changes the element type from ")
+           << describeType(input.getElementType()) << " to "
+           << describeType(result.getElementType()) << "; use loom.cast";
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError("cannot reshape ")
+           << describeType(input) << " (" << input.getNumElements()
+           << " elements) to " << describeType(result) << " ("
+           << result.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult TrainOp::verify() {
+  static constexpr StringLiteral kOptimizers[] = {"sgd", "adamw"};
+  if (!llvm::is_contained(kOptimizers, getOptimizer()))
+    return emitOpError("unknown optimizer '")
+           << getOptimizer() << "', expected sgd or adamw";
+  if (getZeroStage() && (*getZeroStage() < 0 || *getZeroStage() > 3))
+    return emitOpError("ZeRO stage must be 0, 1, 2 or 3, got ")
+           << *getZeroStage();
+  if (getMicrobatches() && *getMicrobatches() < 1)
+    return emitOpError("microbatches must be positive, got ")
+           << *getMicrobatches();
+  return success();
+}
+
+LogicalResult TrainOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *model =
+      symbolTable.lookupNearestSymbolFrom(getOperation(), getModelAttr());
+  if (!model || !model->hasAttr(LoomDialect::kModelAttrName))
+    return emitOpError("refers to ") << getModelAttr()
+                                     << ", which is not a Loom model";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RepeatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RepeatOp::verifyRegions() {
+  int64_t count = static_cast<int64_t>(getCount());
+  if (count < 1)
+    return emitOpError("count must be positive, got ") << count;
+  Block &body = getBody().front();
+  size_t numCarried = getCarried().size();
+  size_t numStacked = getStacked().size();
+  if (body.getNumArguments() != numCarried + numStacked)
+    return emitOpError("body takes ")
+           << body.getNumArguments() << " argument(s), expected " << numCarried
+           << " carried + " << numStacked << " stacked";
+  for (auto [index, carried] : llvm::enumerate(getCarried()))
+    if (body.getArgument(index).getType() != carried.getType())
+      return emitOpError("body argument ")
+             << index << " has type " << body.getArgument(index).getType()
+             << ", expected the carried type " << carried.getType();
+  for (auto [index, stacked] : llvm::enumerate(getStacked())) {
+    auto type = cast<RankedTensorType>(stacked.getType());
+    if (type.getRank() < 1 || type.getShape()[0] != count)
+      return emitOpError("stacked operand ")
+             << index << " of type " << type
+             << " must have a leading dimension of size " << count;
+    auto slice = RankedTensorType::get(type.getShape().drop_front(),
+                                       type.getElementType());
+    Type argType = body.getArgument(numCarried + index).getType();
+    if (argType != slice)
+      return emitOpError("body argument ")
+             << numCarried + index << " has type " << argType
+             << ", expected the slice type " << slice;
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("body yields ")
+           << yield.getValues().size() << " value(s) for " << getNumResults()
+           << " result(s)";
+  if (getNumResults() < numCarried)
+    return emitOpError("has fewer results than carried values");
+  for (auto [index, value, result] :
+       llvm::enumerate(yield.getValues(), getResults())) {
+    if (index < numCarried) {
+      if (value.getType() != getCarried()[index].getType() ||
+          result.getType() != value.getType())
+        return emitOpError("carried value ")
+               << index << " changes type across iterations: "
+               << getCarried()[index].getType() << " in, " << value.getType()
+               << " yielded, " << result.getType() << " returned";
+      continue;
+    }
+    auto perIteration = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> shape{count};
+    llvm::append_range(shape, perIteration.getShape());
+    auto stackedType =
+        RankedTensorType::get(shape, perIteration.getElementType());
+    if (result.getType() != stackedType)
+      return emitOpError("stacked result ")
+             << index << " has type " << result.getType() << ", expected "
+             << stackedType;
+  }
+  return success();
+}
+
+SmallVector<Region *> RepeatOp::getLoopRegions() { return {&getBody()}; }
+
+OperandRange RepeatOp::getEntrySuccessorOperands(RegionSuccessor) {
+  return getCarried();
+}
+
+void RepeatOp::getSuccessorRegions(RegionBranchPoint point,
+                                   SmallVectorImpl<RegionSuccessor> &regions) {
+  // The count is at least one, so entering always runs the body; only the
+  // carried block arguments are forwarded (the slices are not).
+  Block::BlockArgListType carriedArgs =
+      getBody().getArguments().take_front(getCarried().size());
+  regions.push_back(RegionSuccessor(&getBody(), carriedArgs));
+  if (!point.isParent())
+    regions.push_back(RegionSuccessor(getOperation(), getCarriedResults()));
+}
+
+MutableOperandRange YieldOp::getMutableSuccessorOperands(RegionSuccessor) {
+  auto repeat = cast<RepeatOp>((*this)->getParentOp());
+  return MutableOperandRange(getOperation(), 0, repeat.getCarried().size());
+}
+
+#define GET_OP_CLASSES
+#include "dialects/loom/IR/LoomOps.cpp.inc"

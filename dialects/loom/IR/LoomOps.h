@@ -1,0 +1,25 @@
+//===- LoomOps.h - Loom operations ------------------------------*- C++ -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_LOOMOPS_H
+#define LOOM_DIALECT_LOOM_IR_LOOMOPS_H
+
+#include "dialects/loom/IR/LoomAttrs.h"
+#include "dialects/loom/IR/LoomDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "dialects/loom/IR/LoomOps.h.inc"
+
+#endif // LOOM_DIALECT_LOOM_IR_LOOMOPS_H

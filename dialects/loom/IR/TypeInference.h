@@ -1,0 +1,79 @@
+//===- TypeInference.h - Result types of Loom ops ---------------*- C++ -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The shape and element-type rules of every Loom op, in one place. The ops'
+// inferReturnTypes and verifiers call them, and so does the front end before
+// it builds an op, so a user's shape error is reported at their source line
+// with the same words as a verifier error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECT_LOOM_IR_TYPEINFERENCE_H
+#define LOOM_DIALECT_LOOM_IR_TYPEINFERENCE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/ArrayRef.h"
+#include <optional>
+
+namespace loom {
+
+using OptLoc = std::optional<mlir::Location>;
+
+/// Element type of a binary op on `lhs` and `rhs`: equal types, or f32 mixed
+/// with bf16/f16 (computing in f32). Anything else is an error.
+mlir::FailureOr<mlir::Type> inferPromotedElementType(OptLoc loc, llvm::StringRef op,
+                                                     mlir::Type lhs, mlir::Type rhs);
+/// NumPy broadcasting of two shapes.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+inferBroadcastShape(OptLoc loc, llvm::StringRef op, llvm::ArrayRef<int64_t> lhs,
+                    llvm::ArrayRef<int64_t> rhs);
+
+mlir::FailureOr<mlir::RankedTensorType>
+inferElementwiseType(OptLoc loc, llvm::StringRef op, mlir::RankedTensorType lhs,
+                     mlir::RankedTensorType rhs);
+mlir::FailureOr<mlir::RankedTensorType>
+inferMatmulType(OptLoc loc, mlir::RankedTensorType lhs, mlir::RankedTensorType rhs);
+mlir::FailureOr<mlir::RankedTensorType>
+inferEinsumType(OptLoc loc, llvm::StringRef spec,
+                llvm::ArrayRef<mlir::RankedTensorType> inputs);
+mlir::FailureOr<mlir::RankedTensorType>
+inferNormType(OptLoc loc, llvm::StringRef op, mlir::RankedTensorType input,
+              llvm::ArrayRef<mlir::RankedTensorType> affine);
+mlir::FailureOr<mlir::RankedTensorType>
+inferReduceType(OptLoc loc, llvm::StringRef op, mlir::RankedTensorType input,
+                llvm::ArrayRef<int64_t> dims, bool keepdim);
+mlir::FailureOr<mlir::RankedTensorType>
+inferTransposeType(OptLoc loc, mlir::RankedTensorType input,
+                   llvm::ArrayRef<int64_t> perm);
+mlir::FailureOr<mlir::RankedTensorType>
+inferConcatType(OptLoc loc, llvm::ArrayRef<mlir::RankedTensorType> inputs,
+                int64_t dim);
+mlir::FailureOr<llvm::SmallVector<mlir::Type>>
+inferSplitTypes(OptLoc loc, mlir::RankedTensorType input, int64_t dim,
+                llvm::ArrayRef<int64_t> sizes);
+mlir::FailureOr<mlir::RankedTensorType>
+inferSliceType(OptLoc loc, mlir::RankedTensorType input,
+               llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> limit);
+mlir::FailureOr<mlir::RankedTensorType>
+inferEmbeddingType(OptLoc loc, mlir::RankedTensorType ids,
+                   mlir::RankedTensorType table);
+mlir::FailureOr<mlir::RankedTensorType>
+inferAttentionType(OptLoc loc, mlir::RankedTensorType q, mlir::RankedTensorType k,
+                   mlir::RankedTensorType v);
+mlir::FailureOr<mlir::RankedTensorType>
+inferCrossEntropyType(OptLoc loc, mlir::RankedTensorType logits,
+                      mlir::RankedTensorType targets);
+/// Checks that `dim` is a valid dimension of a rank-`rank` value.
+mlir::LogicalResult verifyDimIndex(OptLoc loc, llvm::StringRef op, int64_t dim,
+                                   int64_t rank);
+
+/// "[2, 4, 8] bf16": how shapes and types appear in messages.
+std::string describeType(mlir::Type type);
+
+} // namespace loom
+
+#endif // LOOM_DIALECT_LOOM_IR_TYPEINFERENCE_H

@@ -1,0 +1,35 @@
+//===- Passes.td - Loom passes -----------------------------*- tablegen -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TRANSFORMS_PASSES_TD
+#define LOOM_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LoomResizeMesh : Pass<"loom-resize-mesh", "mlir::ModuleOp"> {
+  let summary = "Override the sizes of mesh axes";
+  let description = [{
+    Sets the sizes of the named axes of every `loom.mesh` in the module, as
+    `loomc --mesh dp=4,tp=2` does for a source file. Shardings are checked
+    again afterwards: a dimension that no longer divides evenly over its axes
+    is an error that names the padded size.
+
+    ```mlir
+    // loom-opt --loom-resize-mesh="axes=dp=4"
+    loom.mesh @mesh ["dp" = 2, "tp" = 2]   // becomes ["dp" = 4, "tp" = 2]
+    ```
+  }];
+  let options = [
+    Option<"axes", "axes", "std::string", /*default=*/"\"\"",
+           "Comma-separated axis=size list, e.g. dp=4,tp=2">,
+  ];
+  let statistics = [
+    Statistic<"numResized", "resized-axes", "Number of mesh axes resized">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+#endif // LOOM_TRANSFORMS_PASSES_TD

@@ -1,0 +1,30 @@
+# -*- Python -*-
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "LOOM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".loom", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.loom_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+llvm_config.with_system_environment(["HOME", "LOOM_LONG", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%loom_src", config.loom_src_root))
+config.substitutions.append(("%examples", os.path.join(config.loom_src_root, "examples")))
+config.substitutions.append(("%python", shutil.which("python3") or "python3"))
+
+tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["loomc", "loom-opt"], tool_dirs)
+
+if shutil.which("nvcc"):
+    config.available_features.add("nvcc")
+if os.environ.get("LOOM_LONG") == "1":
+    config.available_features.add("long")
