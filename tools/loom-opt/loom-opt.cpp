@@ -11,6 +11,7 @@
 
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/Transforms/Passes.h"
+#include "loom/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
   registry.insert<loom::LoomDialect, mlir::func::FuncDialect>();
   mlir::registerTransformsPasses();
   loom::registerLoomPasses();
+  loom::registerLoomPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Loom optimizer driver\n", registry));
 }

@@ -6,13 +6,13 @@
 
 #include "dialects/loom/IR/LoomAttrs.h"
 #include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/TypeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <charconv>
 
 using namespace mlir;
 using namespace loom;
@@ -32,16 +32,6 @@ void LoomDialect::registerAttributes() {
 //===----------------------------------------------------------------------===//
 // InitAttr
 //===----------------------------------------------------------------------===//
-
-/// The shortest text that reads back as `value`, so IR round-trips exactly.
-static std::string formatShortest(double value) {
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  std::string text(buffer, end);
-  if (text.find_first_of(".eEn") == std::string::npos)
-    text += ".0";
-  return text;
-}
 
 static bool initTakesArguments(InitKind kind) {
   return kind == InitKind::Normal || kind == InitKind::Uniform;
@@ -71,8 +61,8 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 void InitAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyInitKind(getKind());
   if (initTakesArguments(getKind()))
-    printer << '(' << formatShortest(getA().convertToDouble()) << ", "
-            << formatShortest(getB().convertToDouble())
+    printer << '(' << formatShortestDouble(getA().convertToDouble()) << ", "
+            << formatShortestDouble(getB().convertToDouble())
             << ')';
   printer << '>';
 }

@@ -34,7 +34,9 @@ def Loom_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let genSpecializedAttr = 0;
 }
 def Loom_GeluApproximationAttr
-    : EnumAttr<Loom_Dialect, Loom_GeluApproximation, "gelu_approximation">;
+    : EnumAttr<Loom_Dialect, Loom_GeluApproximation, "gelu_approximation"> {
+  let assemblyFormat = "`` $value";
+}
 
 def Loom_InitKind : I32EnumAttr<"InitKind", "parameter initialiser", [
     I32EnumAttrCase<"Normal", 0, "normal">,

@@ -139,6 +139,14 @@ loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+OpFoldResult ShardOp::fold(FoldAdaptor) {
+  // A constraint repeating the one its operand already has is a no-op.
+  if (auto previous = getInput().getDefiningOp<ShardOp>())
+    if (previous.getSharding() == getSharding())
+      return getInput();
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // Type inference
 //===----------------------------------------------------------------------===//

@@ -68,6 +68,7 @@ def Loom_ShardOp : Loom_Op<"shard", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Loom_Tensor:$input, Loom_ShardingAttr:$sharding);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = "$input `as` $sharding attr-dict `:` type($result)";
+  let hasFolder = 1;
 }
 
 def Loom_ConstantOp : Loom_Op<"constant", [Pure, ConstantLike,
@@ -149,7 +150,7 @@ def Loom_GeluOp : Loom_Op<"gelu", [Pure, SameOperandsAndResultType]> {
     tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
 
     ```mlir
-    %y = loom.gelu %x approximate = tanh : tensor<4x8xbf16>
+    %y = loom.gelu %x approximate tanh : tensor<4x8xbf16>
     ```
   }];
   let arguments = (ins Loom_FloatTensor:$input,
@@ -157,7 +158,7 @@ def Loom_GeluOp : Loom_Op<"gelu", [Pure, SameOperandsAndResultType]> {
                         "GeluApproximation::None">:$approximate);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`approximate` `=` $approximate^)? attr-dict `:` type($result)
+    $input (`approximate` $approximate^)? attr-dict `:` type($result)
   }];
 }
 

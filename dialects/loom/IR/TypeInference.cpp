@@ -11,9 +11,20 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <charconv>
+
 using namespace mlir;
 
 namespace loom {
+
+std::string formatShortestDouble(double value) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  std::string text(buffer, end);
+  if (text.find_first_of(".eEn") == std::string::npos)
+    text += ".0";
+  return text;
+}
 
 static std::string describeShape(ArrayRef<int64_t> shape) {
   std::string text;

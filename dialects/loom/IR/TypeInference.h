@@ -71,7 +71,11 @@ inferCrossEntropyType(OptLoc loc, mlir::RankedTensorType logits,
 mlir::LogicalResult verifyDimIndex(OptLoc loc, llvm::StringRef op, int64_t dim,
                                    int64_t rank);
 
-/// "[2, 4, 8] bf16": how shapes and types appear in messages.
+/// The shortest decimal text that reads back as `value` ("0.02", "1e-05"),
+/// so printed IR and listings round-trip exactly.
+std::string formatShortestDouble(double value);
+
+/// "bf16[2, 4, 8]": how shapes and types appear in messages.
 std::string describeType(mlir::Type type);
 
 } // namespace loom

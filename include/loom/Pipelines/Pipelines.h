@@ -1,0 +1,29 @@
+//===- Pipelines.h - Named pass pipelines of Loom ---------------*- C++ -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The pipelines loomc runs for each --emit stop point, registered under the
+// same names in loom-opt so that every stage can be reproduced from IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_PIPELINES_PIPELINES_H
+#define LOOM_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+
+namespace loom {
+
+/// Cleans up freshly generated Loom IR (`--emit=loom`): folds constraints
+/// repeated by nested block signatures, merges identical constants and
+/// drops values nothing uses.
+void buildFrontendCleanupPipeline(mlir::OpPassManager &pm);
+
+/// Registers every Loom pipeline with the global pass registry.
+void registerLoomPipelines();
+
+} // namespace loom
+
+#endif // LOOM_PIPELINES_PIPELINES_H

@@ -1,0 +1,546 @@
+//===- Parser.cpp - Parse Loom source into an AST -------------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The only translation unit that touches the ANTLR runtime. It is compiled
+// with exceptions (ANTLR throws), and no exception leaves it: parseFile catches
+// everything at its boundary and reports it as a diagnostic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Frontend/Parser.h"
+
+#include "LoomLexer.h"
+#include "LoomParser.h"
+#include "antlr4-runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
+
+#include <cmath>
+#include <exception>
+
+using namespace loom;
+using namespace loom::ast;
+using llvm::SMLoc;
+using llvm::SMRange;
+using llvm::StringRef;
+
+namespace {
+
+/// Returns the first byte of `text` that does not begin valid UTF-8, or null.
+const char *findInvalidUTF8(StringRef text) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.begin());
+  const auto *end = reinterpret_cast<const llvm::UTF8 *>(text.end());
+  for (const llvm::UTF8 *p = begin; p < end;) {
+    unsigned length = llvm::getNumBytesForUTF8(*p);
+    if (length == 0 || p + length > end || !llvm::isLegalUTF8Sequence(p, p + length))
+      return reinterpret_cast<const char *>(p);
+    p += length;
+  }
+  return nullptr;
+}
+
+/// Bounds bracket nesting and runs of prefix '-' so that the recursive-descent
+/// parser never recurses deeper than a fixed bound.
+bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
+  unsigned depth = 0, minusRun = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      size_t end = text.find_first_of("\r\n", i);
+      i = end == StringRef::npos ? text.size() : end;
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      size_t end = text.find("*/", i + 2);
+      i = end == StringRef::npos ? text.size() : end + 1;
+      continue;
+    }
+    if (c == '"') {
+      size_t j = i + 1;
+      while (j < text.size() && text[j] != '"' && text[j] != '\n') {
+        if (text[j] == '\\')
+          ++j;
+        ++j;
+      }
+      i = j;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
+      continue;
+    if (c == '-') {
+      if (++minusRun > kMaxNestingDepth) {
+        onError(SMLoc::getFromPointer(text.data() + i),
+                "more than " + std::to_string(kMaxNestingDepth) +
+                    " consecutive '-' operators");
+        return false;
+      }
+      continue;
+    }
+    minusRun = 0;
+    if (c == '(' || c == '[' || c == '{') {
+      if (++depth > kMaxNestingDepth) {
+        onError(SMLoc::getFromPointer(text.data() + i),
+                "brackets nest deeper than " +
+                    std::to_string(kMaxNestingDepth) + " levels");
+        return false;
+      }
+    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+/// Maps ANTLR's code-point indices back to bytes of the source buffer.
+class SourceMap {
+public:
+  explicit SourceMap(StringRef text) : text(text) {
+    for (size_t i = 0; i < text.size();) {
+      offsets.push_back(i);
+      unsigned length = llvm::getNumBytesForUTF8(text[i]);
+      i += length ? length : 1;
+    }
+    offsets.push_back(text.size());
+  }
+  SMLoc at(size_t codePoint) const {
+    size_t byte = codePoint < offsets.size() ? offsets[codePoint] : text.size();
+    return SMLoc::getFromPointer(text.data() + byte);
+  }
+  SMLoc start(antlr4::Token *token) const {
+    if (token->getType() == antlr4::Token::EOF)
+      return SMLoc::getFromPointer(text.data() + text.size());
+    return at(token->getStartIndex());
+  }
+  SMLoc end(antlr4::Token *token) const {
+    if (token->getType() == antlr4::Token::EOF)
+      return SMLoc::getFromPointer(text.data() + text.size());
+    return at(token->getStopIndex() + 1);
+  }
+  SMRange range(antlr4::ParserRuleContext *ctx) const {
+    return SMRange(start(ctx->getStart()), end(ctx->getStop() ? ctx->getStop()
+                                                               : ctx->getStart()));
+  }
+  std::string text_of(antlr4::ParserRuleContext *ctx) const {
+    SMRange r = range(ctx);
+    if (r.End.getPointer() < r.Start.getPointer())
+      return "";
+    return std::string(r.Start.getPointer(),
+                       r.End.getPointer() - r.Start.getPointer());
+  }
+
+private:
+  StringRef text;
+  std::vector<size_t> offsets;
+};
+
+/// Turns ANTLR's syntax errors into Loom diagnostics.
+class ErrorListener : public antlr4::BaseErrorListener {
+public:
+  ErrorListener(const SourceMap &map, const SyntaxErrorHandler &onError)
+      : map(map), onError(onError) {}
+
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t,
+                   size_t, const std::string &msg,
+                   std::exception_ptr) override {
+    ++count;
+    if (count > kMaxErrors)
+      return;
+    if (count == kMaxErrors) {
+      onError(offending ? map.start(offending) : SMLoc(),
+              "too many syntax errors; stopping here");
+      return;
+    }
+    if (!offending) {
+      onError(SMLoc(), msg);
+      return;
+    }
+    onError(map.start(offending), describe(offending, msg));
+  }
+
+  unsigned getCount() const { return count; }
+
+private:
+  static constexpr unsigned kMaxErrors = 20;
+
+  static std::string quote(const std::string &text) {
+    if (text == "<EOF>")
+      return "end of file";
+    std::string shown = text.size() > 40 ? text.substr(0, 40) + "..." : text;
+    return "'" + shown + "'";
+  }
+
+  std::string describe(antlr4::Token *offending, const std::string &msg) {
+    if (offending->getType() == LoomLexer::UNKNOWN_CHAR) {
+      if (offending->getText() == "\"")
+        return "unterminated string literal";
+      return "unexpected character " + quote(offending->getText());
+    }
+    StringRef text(msg);
+    std::string found = quote(offending->getText());
+    if (text.starts_with("missing ")) {
+      auto [what, at] = text.drop_front(8).split(" at ");
+      return "expected " + what.str() + " before " + found;
+    }
+    std::string result = "unexpected " + found;
+    size_t expecting = text.find("expecting ");
+    if (expecting != StringRef::npos) {
+      StringRef set = text.drop_front(expecting + 10);
+      // Long alternatives lists help nobody; short ones say what to write.
+      if (set.count(',') < 6)
+        result += "; expected " + set.str();
+    }
+    return result;
+  }
+
+  const SourceMap &map;
+  const SyntaxErrorHandler &onError;
+  unsigned count = 0;
+};
+
+/// Builds the AST from ANTLR's parse tree.
+class ASTBuilder {
+public:
+  explicit ASTBuilder(const SourceMap &map) : map(map) {}
+
+  void build(LoomParser::FileContext *ctx, File &file) {
+    for (LoomParser::TopDeclContext *top : ctx->topDecl())
+      buildDecls(top, file.decls);
+  }
+
+private:
+  Ident ident(antlr4::tree::TerminalNode *node) {
+    return Ident{node->getText(), map.start(node->getSymbol())};
+  }
+
+  void buildDecls(LoomParser::TopDeclContext *ctx, std::vector<Decl> &out) {
+    Decl decl;
+    if (auto *import = ctx->importDecl()) {
+      decl.kind = Decl::Import;
+      decl.importDecl = std::make_unique<ImportDecl>();
+      decl.importDecl->path = unquote(import->STRING()->getText());
+      decl.importDecl->loc = map.start(import->getStart());
+    } else if (auto *mesh = ctx->meshDecl()) {
+      decl.kind = Decl::Mesh;
+      decl.mesh = std::make_unique<MeshDecl>();
+      decl.mesh->name = ident(mesh->ID());
+      for (auto *axis : mesh->meshAxis())
+        decl.mesh->axes.emplace_back(ident(axis->ID()), buildExpr(axis->expr()));
+    } else if (auto *constant = ctx->constDecl()) {
+      // `const A = 1, B = 2` becomes one Const declaration per name.
+      for (auto *item : constant->constItem()) {
+        Decl one;
+        one.kind = Decl::Const;
+        one.constant = std::make_unique<ConstDecl>();
+        one.constant->name = ident(item->ID());
+        one.constant->value = buildExpr(item->expr());
+        out.push_back(std::move(one));
+      }
+      return;
+    } else if (auto *block = ctx->blockDecl()) {
+      decl.kind = Decl::Block;
+      decl.block = buildBlock(block);
+    } else {
+      decl.kind = Decl::Train;
+      decl.train = buildTrain(ctx->trainDecl());
+    }
+    out.push_back(std::move(decl));
+  }
+
+  std::unique_ptr<BlockDecl> buildBlock(LoomParser::BlockDeclContext *ctx) {
+    auto block = std::make_unique<BlockDecl>();
+    block->isModel = ctx->kind->getType() == LoomParser::MODEL;
+    block->name = ident(ctx->ID());
+    for (auto *arg : ctx->arg())
+      block->args.push_back(Arg{ident(arg->ID()), buildType(arg->tensorType())});
+    for (auto *result : ctx->results()->result()) {
+      Result r;
+      if (result->ID())
+        r.name = ident(result->ID());
+      r.type = buildType(result->tensorType());
+      block->results.push_back(std::move(r));
+    }
+    for (auto *stmt : ctx->body()->stmt())
+      block->body.push_back(buildStmt(stmt));
+    block->end = map.start(ctx->body()->getStop());
+    return block;
+  }
+
+  TensorType buildType(LoomParser::TensorTypeContext *ctx) {
+    TensorType type;
+    type.dtype = ident(ctx->DTYPE());
+    type.range = map.range(ctx);
+    type.hasShape = ctx->children.size() > 1;
+    for (auto *dim : ctx->dim()) {
+      Dim d;
+      d.size = buildExpr(dim->expr());
+      d.axes = buildAxes(dim);
+      type.dims.push_back(std::move(d));
+    }
+    return type;
+  }
+
+  AxisSpec buildAxes(LoomParser::DimContext *ctx) {
+    AxisSpec spec;
+    auto *list = ctx->axisList();
+    if (!list)
+      return spec;
+    spec.present = true;
+    spec.loc = map.start(list->getStart());
+    for (auto *id : list->ID())
+      spec.axes.push_back(ident(id));
+    if (spec.axes.size() == 1 && spec.axes.front().name == "_") {
+      spec.axes.clear();
+      spec.replicated = true;
+    }
+    spec.open = ctx->open != nullptr;
+    if (ctx->priority)
+      spec.priority = Ident{ctx->priority->getText(), map.start(ctx->priority)};
+    return spec;
+  }
+
+  StmtPtr buildStmt(LoomParser::StmtContext *ctx) {
+    auto stmt = std::make_unique<Stmt>();
+    stmt->range = map.range(ctx);
+    if (auto *param = dynamic_cast<LoomParser::ParamStmtContext *>(ctx)) {
+      stmt->kind = StmtKind::Param;
+      stmt->paramName = ident(param->ID());
+      stmt->paramType = buildType(param->tensorType());
+      auto *init = param->initializer();
+      stmt->initName = ident(init->ID());
+      stmt->initHasParens = init->children.size() > 1;
+      for (auto *arg : init->expr())
+        stmt->initArgs.push_back(buildExpr(arg));
+    } else if (auto *repeat = dynamic_cast<LoomParser::RepeatStmtContext *>(ctx)) {
+      stmt->kind = StmtKind::Repeat;
+      for (auto *id : repeat->targets()->ID())
+        stmt->targets.push_back(ident(id));
+      stmt->count = buildExpr(repeat->count);
+      if (repeat->name)
+        stmt->repeatName = Ident{repeat->name->getText(), map.start(repeat->name)};
+      for (auto *inner : repeat->stmt())
+        stmt->body.push_back(buildStmt(inner));
+      // expr(0) is the count; the rest are the values the body yields.
+      auto exprs = repeat->expr();
+      for (size_t i = 1; i < exprs.size(); ++i)
+        stmt->values.push_back(buildExpr(exprs[i]));
+    } else if (auto *assign = dynamic_cast<LoomParser::AssignStmtContext *>(ctx)) {
+      stmt->kind = StmtKind::Assign;
+      for (auto *id : assign->targets()->ID())
+        stmt->targets.push_back(ident(id));
+      stmt->values.push_back(buildExpr(assign->expr()));
+    } else {
+      auto *ret = dynamic_cast<LoomParser::ReturnStmtContext *>(ctx);
+      stmt->kind = StmtKind::Return;
+      for (auto *value : ret->expr())
+        stmt->values.push_back(buildExpr(value));
+    }
+    return stmt;
+  }
+
+  ExprPtr makeExpr(ExprKind kind, antlr4::ParserRuleContext *ctx) {
+    auto expr = std::make_unique<Expr>();
+    expr->kind = kind;
+    expr->range = map.range(ctx);
+    expr->sourceText = map.text_of(ctx);
+    return expr;
+  }
+
+  ExprPtr buildExpr(LoomParser::ExprContext *ctx) {
+    if (auto *primary = dynamic_cast<LoomParser::PrimaryExprContext *>(ctx))
+      return buildPrimary(primary->primary());
+    if (auto *neg = dynamic_cast<LoomParser::NegExprContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Neg, ctx);
+      expr->operands.push_back(buildExpr(neg->expr()));
+      return expr;
+    }
+    ExprPtr expr = makeExpr(ExprKind::Binary, ctx);
+    antlr4::Token *op;
+    std::vector<LoomParser::ExprContext *> sides;
+    if (auto *mul = dynamic_cast<LoomParser::MulExprContext *>(ctx)) {
+      op = mul->op;
+      sides = mul->expr();
+    } else {
+      auto *add = dynamic_cast<LoomParser::AddExprContext *>(ctx);
+      op = add->op;
+      sides = add->expr();
+    }
+    expr->text = op->getText();
+    // Binary operators are reported at the operator.
+    expr->range = SMRange(map.start(op), map.end(sides[1]->getStop()));
+    for (auto *side : sides)
+      expr->operands.push_back(buildExpr(side));
+    return expr;
+  }
+
+  static std::string unquote(const std::string &quoted) {
+    std::string text;
+    for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+      char c = quoted[i];
+      if (c == '\\' && i + 2 < quoted.size()) {
+        char next = quoted[++i];
+        text += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+        continue;
+      }
+      text += c;
+    }
+    return text;
+  }
+
+  ExprPtr buildPrimary(LoomParser::PrimaryContext *ctx) {
+    if (auto *lit = dynamic_cast<LoomParser::IntLitContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Int, ctx);
+      if (StringRef(lit->INT()->getText()).getAsInteger(10, expr->intValue))
+        expr->outOfRange = true;
+      return expr;
+    }
+    if (auto *lit = dynamic_cast<LoomParser::FloatLitContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Float, ctx);
+      if (StringRef(lit->FLOAT()->getText()).getAsDouble(expr->floatValue,
+                                                         /*AllowInexact=*/true) ||
+          !std::isfinite(expr->floatValue))
+        expr->outOfRange = true;
+      return expr;
+    }
+    if (auto *lit = dynamic_cast<LoomParser::StringLitContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::String, ctx);
+      expr->text = unquote(lit->STRING()->getText());
+      return expr;
+    }
+    if (dynamic_cast<LoomParser::BoolLitContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Bool, ctx);
+      expr->intValue = ctx->getText() == "true";
+      return expr;
+    }
+    if (auto *lit = dynamic_cast<LoomParser::DtypeLitContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::DType, ctx);
+      expr->text = lit->DTYPE()->getText();
+      return expr;
+    }
+    if (auto *call = dynamic_cast<LoomParser::CallExprContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Call, ctx);
+      expr->text = call->ID(0)->getText();
+      for (auto *arg : call->callArg()) {
+        Ident name;
+        if (arg->ID())
+          name = ident(arg->ID());
+        else
+          name.loc = map.start(arg->getStart());
+        expr->argNames.push_back(name);
+        expr->operands.push_back(buildExpr(arg->expr()));
+      }
+      if (call->name)
+        expr->callName = Ident{call->name->getText(), map.start(call->name)};
+      return expr;
+    }
+    if (auto *name = dynamic_cast<LoomParser::NameExprContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Name, ctx);
+      expr->text = name->ID()->getText();
+      return expr;
+    }
+    if (auto *paren = dynamic_cast<LoomParser::ParenExprContext *>(ctx))
+      return buildExpr(paren->expr());
+    if (auto *tuple = dynamic_cast<LoomParser::TupleExprContext *>(ctx)) {
+      ExprPtr expr = makeExpr(ExprKind::Tuple, ctx);
+      for (auto *item : tuple->expr())
+        expr->operands.push_back(buildExpr(item));
+      return expr;
+    }
+    auto *list = dynamic_cast<LoomParser::ListExprContext *>(ctx);
+    ExprPtr expr = makeExpr(ExprKind::List, ctx);
+    for (auto *dim : list->dim()) {
+      ExprPtr item = buildExpr(dim->expr());
+      item->axes = buildAxes(dim);
+      expr->operands.push_back(std::move(item));
+    }
+    return expr;
+  }
+
+  std::unique_ptr<TrainDecl> buildTrain(LoomParser::TrainDeclContext *ctx) {
+    auto train = std::make_unique<TrainDecl>();
+    train->model = ident(ctx->ID());
+    for (auto *clause : ctx->trainClause()) {
+      TrainClause c;
+      c.range = map.range(clause);
+      if (auto *stage = dynamic_cast<LoomParser::StageClauseContext *>(clause)) {
+        c.isStage = true;
+        c.key = Ident{"stage", map.start(stage->getStart())};
+        c.value = buildExpr(stage->expr());
+        for (auto *ref : stage->stageRef()) {
+          StageRef r;
+          r.name = ident(ref->ID());
+          if (ref->expr().size() == 2) {
+            r.begin = buildExpr(ref->expr(0));
+            r.end = buildExpr(ref->expr(1));
+          }
+          c.stageRefs.push_back(std::move(r));
+        }
+      } else {
+        auto *key = dynamic_cast<LoomParser::KeyClauseContext *>(clause);
+        c.key = Ident{key->key->getText(), map.start(key->key)};
+        if (key->trainValue())
+          c.value = buildExpr(key->trainValue()->expr());
+        if (auto *axes = key->axisList()) {
+          AxisSpec spec;
+          spec.present = true;
+          spec.loc = map.start(axes->getStart());
+          for (auto *id : axes->ID())
+            spec.axes.push_back(ident(id));
+          c.over = std::move(spec);
+        }
+      }
+      train->clauses.push_back(std::move(c));
+    }
+    return train;
+  }
+
+  const SourceMap &map;
+};
+
+} // namespace
+
+std::unique_ptr<File> loom::parseFile(llvm::SourceMgr &sourceMgr,
+                                      unsigned bufferId,
+                                      const SyntaxErrorHandler &onError) {
+  const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(bufferId);
+  StringRef text = buffer->getBuffer();
+  if (const char *bad = findInvalidUTF8(text)) {
+    onError(SMLoc::getFromPointer(bad),
+            "invalid UTF-8 byte 0x" +
+                llvm::utohexstr(static_cast<unsigned char>(*bad)) +
+                "; Loom source files must be UTF-8");
+    return nullptr;
+  }
+  if (!checkNesting(text, onError))
+    return nullptr;
+  try {
+    SourceMap map(text);
+    antlr4::ANTLRInputStream input(text.str());
+    LoomLexer lexer(&input);
+    antlr4::CommonTokenStream tokens(&lexer);
+    LoomParser parser(&tokens);
+    ErrorListener listener(map, onError);
+    lexer.removeErrorListeners();
+    lexer.addErrorListener(&listener);
+    parser.removeErrorListeners();
+    parser.addErrorListener(&listener);
+    LoomParser::FileContext *tree = parser.file();
+    if (listener.getCount() > 0)
+      return nullptr;
+    auto file = std::make_unique<File>();
+    file->path = buffer->getBufferIdentifier().str();
+    file->bufferId = bufferId;
+    ASTBuilder builder(map);
+    builder.build(tree, *file);
+    return file;
+  } catch (const std::exception &error) {
+    onError(SMLoc::getFromPointer(text.data()),
+            std::string("internal parser error: ") + error.what());
+  } catch (...) {
+    onError(SMLoc::getFromPointer(text.data()), "internal parser error");
+  }
+  return nullptr;
+}
