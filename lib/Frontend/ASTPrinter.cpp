@@ -8,6 +8,8 @@
 
 #include "llvm/Support/SourceMgr.h"
 
+#include <algorithm>
+
 using namespace loom::ast;
 
 namespace {
@@ -15,7 +17,7 @@ namespace {
 class ASTPrinter {
 public:
   ASTPrinter(const llvm::SourceMgr &sourceMgr, llvm::raw_ostream &os)
-      : sourceMgr(sourceMgr), os(os) {}
+      : locator(sourceMgr), os(os) {}
 
   void print(const File &file) {
     os << "File \"" << file.path << "\"\n";
@@ -28,11 +30,18 @@ private:
   std::string at(llvm::SMLoc loc) {
     if (!loc.isValid())
       return "";
-    auto [line, col] = sourceMgr.getLineAndColumn(loc);
+    auto [line, col] = locator.lineAndColumn(loc);
     return " @" + std::to_string(line) + ":" + std::to_string(col);
   }
 
-  llvm::raw_ostream &line(unsigned depth) { return os.indent(2 * depth); }
+  /// Indents by depth; very deep trees print their depth instead, so output
+  /// stays linear in the number of nodes.
+  llvm::raw_ostream &line(unsigned depth) {
+    if (depth <= kMaxIndent)
+      return os.indent(2 * depth);
+    return os.indent(2 * kMaxIndent) << '[' << depth << "] ";
+  }
+  static constexpr unsigned kMaxIndent = 32;
 
   void printAxes(const AxisSpec &axes) {
     if (!axes.present)
@@ -60,7 +69,7 @@ private:
       return;
     os << '[';
     for (size_t i = 0; i < type.dims.size(); ++i) {
-      os << (i ? ", " : "") << type.dims[i].size->sourceText;
+      os << (i ? ", " : "") << type.dims[i].size->sourceText();
       printAxes(type.dims[i].axes);
     }
     os << ']';
@@ -70,10 +79,10 @@ private:
     llvm::raw_ostream &out = line(depth);
     switch (expr.kind) {
     case ExprKind::Int:
-      out << "Int " << expr.sourceText;
+      out << "Int " << expr.sourceText();
       break;
     case ExprKind::Float:
-      out << "Float " << expr.sourceText;
+      out << "Float " << expr.sourceText();
       break;
     case ExprKind::String:
       out << "String \"" << expr.text << '"';
@@ -165,7 +174,7 @@ private:
       line(1) << "Mesh " << decl.mesh->name.name << at(decl.mesh->name.loc)
               << '\n';
       for (const auto &[axis, size] : decl.mesh->axes)
-        line(2) << "Axis " << axis.name << " = " << size->sourceText
+        line(2) << "Axis " << axis.name << " = " << size->sourceText()
                 << at(axis.loc) << '\n';
       return;
     case Decl::Const:
@@ -198,7 +207,7 @@ private:
       for (const TrainClause &clause : decl.train->clauses) {
         line(2) << "Setting " << clause.key.name;
         if (clause.value)
-          os << ' ' << clause.value->sourceText;
+          os << ' ' << clause.value->sourceText();
         if (clause.over) {
           os << " over ";
           for (size_t i = 0; i < clause.over->axes.size(); ++i)
@@ -207,7 +216,7 @@ private:
         for (const StageRef &ref : clause.stageRefs) {
           os << ' ' << ref.name.name;
           if (ref.begin)
-            os << '[' << ref.begin->sourceText << ':' << ref.end->sourceText
+            os << '[' << ref.begin->sourceText() << ':' << ref.end->sourceText()
                << ']';
         }
         os << at(clause.key.loc) << '\n';
@@ -216,11 +225,37 @@ private:
     }
   }
 
-  const llvm::SourceMgr &sourceMgr;
+  SourceLocator locator;
   llvm::raw_ostream &os;
 };
 
 } // namespace
+
+std::pair<unsigned, unsigned> SourceLocator::lineAndColumn(llvm::SMLoc loc) {
+  unsigned id = loc.isValid() ? sourceMgr.FindBufferContainingLoc(loc) : 0;
+  if (!id)
+    return {0, 0};
+  if (lineStarts.size() <= id)
+    lineStarts.resize(id + 1);
+  std::vector<size_t> &starts = lineStarts[id];
+  llvm::StringRef text = sourceMgr.getMemoryBuffer(id)->getBuffer();
+  if (starts.empty()) {
+    starts.push_back(0);
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n')
+        starts.push_back(i + 1);
+  }
+  size_t offset = loc.getPointer() - text.data();
+  auto it = std::upper_bound(starts.begin(), starts.end(), offset);
+  size_t line = it - starts.begin();
+  return {static_cast<unsigned>(line),
+          static_cast<unsigned>(offset - starts[line - 1] + 1)};
+}
+
+llvm::StringRef SourceLocator::bufferName(llvm::SMLoc loc) {
+  unsigned id = loc.isValid() ? sourceMgr.FindBufferContainingLoc(loc) : 0;
+  return id ? sourceMgr.getMemoryBuffer(id)->getBufferIdentifier() : "";
+}
 
 void loom::ast::printAST(const File &file, const llvm::SourceMgr &sourceMgr,
                          llvm::raw_ostream &os) {

@@ -123,7 +123,7 @@ class Generator {
 public:
   Generator(MLIRContext &context, llvm::SourceMgr &sourceMgr,
             const FrontendOptions &options)
-      : context(context), sourceMgr(sourceMgr), options(options),
+      : context(context), locator(sourceMgr), options(options),
         builder(&context) {}
 
   OwningOpRef<ModuleOp> run(const Program &program);
@@ -133,7 +133,12 @@ private:
   // Diagnostics
   //===--------------------------------------------------------------------===//
 
-  Location fileLoc(SMLoc loc) { return toLocation(context, sourceMgr, loc); }
+  Location fileLoc(SMLoc loc) {
+    auto [line, col] = locator.lineAndColumn(loc);
+    if (!line)
+      return UnknownLoc::get(&context);
+    return FileLineColLoc::get(&context, locator.bufferName(loc), line, col);
+  }
 
   /// The location of code at `loc` in the current frame: inside an inlined
   /// block, a call-site location that points at the call too.
@@ -216,7 +221,7 @@ private:
   Val named(Val value, StringRef name);
 
   MLIRContext &context;
-  llvm::SourceMgr &sourceMgr;
+  SourceLocator locator;
   const FrontendOptions &options;
   OpBuilder builder;
   ModuleOp module;
@@ -277,7 +282,7 @@ std::optional<Scalar> Generator::foldBinary(const Expr &expr, Scalar lhs,
       return Scalar{false, 0, static_cast<double>(lhs.i) / rhs.i};
     }
     if (overflow) {
-      error(expr.loc()) << "integer overflow in '" << expr.sourceText << "'";
+      error(expr.loc()) << "integer overflow in '" << expr.sourceText() << "'";
       return std::nullopt;
     }
     return Scalar{true, result, 0};
@@ -297,7 +302,7 @@ std::optional<Scalar> Generator::foldBinary(const Expr &expr, Scalar lhs,
     result = a / b;
   }
   if (!std::isfinite(result)) {
-    error(expr.loc()) << "'" << expr.sourceText << "' is not a finite number";
+    error(expr.loc()) << "'" << expr.sourceText() << "' is not a finite number";
     return std::nullopt;
   }
   return Scalar{false, 0, result};
@@ -308,7 +313,7 @@ std::optional<Scalar> Generator::evalConst(const Expr &expr) {
   case ExprKind::Int:
   case ExprKind::Float:
     if (expr.outOfRange) {
-      error(expr.loc()) << "number '" << expr.sourceText
+      error(expr.loc()) << "number '" << expr.sourceText()
                         << "' is out of range";
       return std::nullopt;
     }
@@ -342,7 +347,7 @@ std::optional<Scalar> Generator::evalConst(const Expr &expr) {
       return std::nullopt;
     if (value->isInt) {
       if (value->i == INT64_MIN) {
-        error(expr.loc()) << "integer overflow in '" << expr.sourceText << "'";
+        error(expr.loc()) << "integer overflow in '" << expr.sourceText() << "'";
         return std::nullopt;
       }
       value->i = -value->i;
@@ -360,7 +365,7 @@ std::optional<Scalar> Generator::evalConst(const Expr &expr) {
   }
   default:
     error(expr.loc()) << "expected a constant number, got '"
-                      << expr.sourceText << "'";
+                      << expr.sourceText() << "'";
     return std::nullopt;
   }
 }
@@ -409,7 +414,7 @@ RankedTensorType Generator::tensorType(const ast::TensorType &type) {
       continue;
     }
     if (*size < 1) {
-      error(dim.size->loc()) << "dimension '" << dim.size->sourceText
+      error(dim.size->loc()) << "dimension '" << dim.size->sourceText()
                              << "' must be positive, got " << *size;
       ok = false;
       continue;
@@ -915,7 +920,7 @@ void Generator::generateBody(ArrayRef<StmtPtr> stmts,
       if (values.size() != stmt.targets.size()) {
         if (!(values.size() == 1 && values.front().isPoison()))
           error(stmt.targets.front().loc)
-              << "'" << stmt.values.front()->sourceText << "' gives "
+              << "'" << stmt.values.front()->sourceText() << "' gives "
               << values.size() << " value(s) but " << stmt.targets.size()
               << " name(s) are assigned";
         for (const Ident &target : stmt.targets)
@@ -1243,7 +1248,7 @@ Val Generator::eval(const Expr &expr) {
   if (values.size() == 1)
     return values.front();
   if (!values.empty())
-    error(expr.loc()) << "'" << expr.sourceText << "' gives " << values.size()
+    error(expr.loc()) << "'" << expr.sourceText() << "' gives " << values.size()
                       << " values; assign them to as many names";
   return Val::poison();
 }
@@ -1252,7 +1257,7 @@ Val Generator::evalTensor(const Expr &expr, StringRef what) {
   Val value = eval(expr);
   if (value.kind == Val::Number) {
     error(expr.loc()) << what << " must be a tensor, got the number '"
-                      << expr.sourceText << "'";
+                      << expr.sourceText() << "'";
     return Val::poison();
   }
   return value;
@@ -1278,7 +1283,7 @@ SmallVector<Val> Generator::evalMulti(const Expr &expr) {
   case ExprKind::DType:
   case ExprKind::Tuple:
   case ExprKind::List:
-    error(expr.loc()) << "'" << expr.sourceText
+    error(expr.loc()) << "'" << expr.sourceText()
                       << "' is not a value here; it can only be an argument "
                          "of a built-in op";
     return {Val::poison()};
@@ -2375,7 +2380,7 @@ void Generator::generateTrain(const TrainDecl &train) {
       attrs.set("microbatches", builder.getI64IntegerAttr(*count));
     } else if (key == "schedule") {
       std::string name;
-      for (char c : clause.value->sourceText)
+      for (char c : clause.value->sourceText())
         if (!isspace(static_cast<unsigned char>(c)))
           name += c;
       static constexpr StringLiteral kSchedules[] = {"gpipe", "1f1b",

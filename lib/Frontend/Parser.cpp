@@ -124,14 +124,6 @@ public:
     return SMRange(start(ctx->getStart()), end(ctx->getStop() ? ctx->getStop()
                                                                : ctx->getStart()));
   }
-  std::string text_of(antlr4::ParserRuleContext *ctx) const {
-    SMRange r = range(ctx);
-    if (r.End.getPointer() < r.Start.getPointer())
-      return "";
-    return std::string(r.Start.getPointer(),
-                       r.End.getPointer() - r.Start.getPointer());
-  }
-
 private:
   StringRef text;
   std::vector<size_t> offsets;
@@ -345,7 +337,6 @@ private:
     auto expr = std::make_unique<Expr>();
     expr->kind = kind;
     expr->range = map.range(ctx);
-    expr->sourceText = map.text_of(ctx);
     return expr;
   }
 
@@ -370,7 +361,7 @@ private:
     }
     expr->text = op->getText();
     // Binary operators are reported at the operator.
-    expr->range = SMRange(map.start(op), map.end(sides[1]->getStop()));
+    expr->opLoc = map.start(op);
     for (auto *side : sides)
       expr->operands.push_back(buildExpr(side));
     return expr;

@@ -74,10 +74,20 @@ struct Expr {
   std::optional<Ident> callName;
   /// For list items: `B:dp`.
   AxisSpec axes;
-  /// The source text, for messages and for train-spec words like zero-bubble.
-  std::string sourceText;
+  /// Where messages about this node point: the operator of a binary
+  /// expression, else the start of the node.
+  llvm::SMLoc opLoc;
+  llvm::SMLoc loc() const { return opLoc.isValid() ? opLoc : range.Start; }
 
-  llvm::SMLoc loc() const { return range.Start; }
+  /// The source text, for messages and for train-spec words like zero-bubble.
+  /// Computed from the range: storing it per node would cost quadratic memory
+  /// on long operator chains.
+  std::string sourceText() const {
+    const char *begin = range.Start.getPointer(), *end = range.End.getPointer();
+    if (!begin || !end || end < begin)
+      return "";
+    return std::string(begin, end - begin);
+  }
 };
 
 struct Dim {
@@ -181,6 +191,23 @@ struct File {
   std::string path;
   unsigned bufferId = 0;
   std::vector<Decl> decls;
+};
+
+/// Line and column of SMLocs in O(log lines): llvm::SourceMgr scans back to
+/// the line start for every column, which is quadratic on long lines.
+class SourceLocator {
+public:
+  explicit SourceLocator(const llvm::SourceMgr &sourceMgr)
+      : sourceMgr(sourceMgr) {}
+  /// 1-based line and column (in bytes); {0, 0} for an invalid location.
+  std::pair<unsigned, unsigned> lineAndColumn(llvm::SMLoc loc);
+  /// The identifier of the buffer holding `loc`, or "".
+  llvm::StringRef bufferName(llvm::SMLoc loc);
+
+private:
+  const llvm::SourceMgr &sourceMgr;
+  /// Per buffer id: offsets of the first byte of each line.
+  std::vector<std::vector<size_t>> lineStarts;
 };
 
 /// Prints the AST as an indented tree (`loomc --emit=ast`).
