@@ -16,8 +16,11 @@ config.test_exec_root = os.path.join(config.loom_obj_root, "test")
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 llvm_config.with_system_environment(["HOME", "LOOM_LONG", "TMPDIR"])
 llvm_config.use_default_substitutions()
+# `not`, `count`, `split-file` and FileCheck at the start of a RUN line.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%loom_src", config.loom_src_root))
+config.substitutions.append(("%loom_obj", config.loom_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.loom_src_root, "examples")))
 config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 

@@ -49,9 +49,10 @@ public:
 private:
   bool loadBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
                   const std::string &realPath, llvm::SMLoc importLoc) {
-    std::string directory = llvm::sys::path::parent_path(
-                                buffer->getBufferIdentifier()).str();
-    unsigned bufferId = sourceMgr.AddNewSourceBuffer(std::move(buffer), importLoc);
+    std::string directory =
+        llvm::sys::path::parent_path(buffer->getBufferIdentifier()).str();
+    unsigned bufferId =
+        sourceMgr.AddNewSourceBuffer(std::move(buffer), importLoc);
     bool ok = true;
     std::unique_ptr<ast::File> file = parseFile(
         sourceMgr, bufferId, [&](llvm::SMLoc loc, const std::string &message) {
@@ -203,22 +204,23 @@ void loom::printParams(ModuleOp module, llvm::raw_ostream &os) {
     int64_t count = 0, totalBytes = 0;
     for (BlockArgument arg : function.getArguments()) {
       unsigned index = arg.getArgNumber();
-      auto name =
-          function.getArgAttrOfType<StringAttr>(index, LoomDialect::kParamAttrName);
+      auto name = function.getArgAttrOfType<StringAttr>(
+          index, LoomDialect::kParamAttrName);
       if (!name)
         continue;
       auto type = cast<RankedTensorType>(arg.getType());
       auto sharding = function.getArgAttrOfType<ShardingAttr>(
           index, LoomDialect::kShardingAttrName);
-      auto init =
-          function.getArgAttrOfType<InitAttr>(index, LoomDialect::kInitAttrName);
+      auto init = function.getArgAttrOfType<InitAttr>(
+          index, LoomDialect::kInitAttrName);
       int64_t bytes = type.getNumElements() *
                       ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
       ++count;
       totalBytes += bytes;
       os << llvm::formatv("{0,-36} {1,-30} {2}{3}\n", name.getValue(),
                           formatShardedType(type, sharding), formatInit(init),
-                          stacked.contains(arg) ? "  (stacked over layers)" : "");
+                          stacked.contains(arg) ? "  (stacked over layers)"
+                                                : "");
     }
     os << "# " << count << " parameter tensors, " << totalBytes
        << " bytes in all\n";

@@ -60,8 +60,9 @@ primary
   | STRING                                            # stringLit
   | (TRUE | FALSE)                                    # boolLit
   | DTYPE                                             # dtypeLit
-  | ID '(' (callArg (',' callArg)*)? ')' (AS name=ID)? # callExpr
-  | ID                                                # nameExpr
+  // One alternative for names and calls, so that a call missing its ')' is
+  // reported where the ')' should be, not at the '('.
+  | ID (lp='(' (callArg (',' callArg)*)? ')' (AS name=ID)?)? # nameOrCallExpr
   | '(' expr ')'                                      # parenExpr
   | '(' expr ',' (expr (',' expr)*)? ')'              # tupleExpr
   | '[' (dim (',' dim)*)? ']'                         # listExpr

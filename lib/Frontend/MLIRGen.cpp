@@ -37,18 +37,25 @@ using namespace loom;
 using namespace loom::ast;
 using llvm::SMLoc;
 
-Location loom::toLocation(MLIRContext &context, const llvm::SourceMgr &sourceMgr,
-                          SMLoc loc) {
+Location loom::toLocation(MLIRContext &context,
+                          const llvm::SourceMgr &sourceMgr, SMLoc loc) {
   if (!loc.isValid())
     return UnknownLoc::get(&context);
   unsigned bufferId = sourceMgr.FindBufferContainingLoc(loc);
   if (!bufferId)
     return UnknownLoc::get(&context);
   auto [line, col] = sourceMgr.getLineAndColumn(loc, bufferId);
-  StringRef name =
-      sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier();
+  StringRef name = sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier();
   return FileLineColLoc::get(&context, name, line, col);
 }
+
+/// The built-in ops of the language; blocks may not take these names.
+static constexpr StringLiteral kBuiltinOps[] = {
+    "relu",          "gelu",   "silu",  "tanh", "sigmoid",   "exp",
+    "log",           "sqrt",   "rsqrt", "neg",  "softmax",   "layernorm",
+    "rmsnorm",       "sum",    "mean",  "max",  "reshape",   "transpose",
+    "concat",        "split",  "slice", "cast", "embedding", "attention",
+    "cross_entropy", "einsum", "shard"};
 
 namespace {
 
@@ -184,6 +191,7 @@ private:
   //===--------------------------------------------------------------------===//
 
   void collectDecls(const Program &program);
+  void checkSignatureNames(const BlockDecl &block);
   void declareMesh();
   void generateModel(const BlockDecl &model);
   void checkUnusedBlock(const BlockDecl &block);
@@ -202,7 +210,7 @@ private:
   Value materializeParam(RepeatContext *repeat, RankedTensorType type,
                          const std::string &name, InitAttr init,
                          ShardingAttr sharding, SMLoc at, Location argLoc);
-  std::string nextCallName(const Expr &call, StringRef block);
+  FailureOr<std::string> nextCallName(const Expr &call, StringRef block);
 
   //===--------------------------------------------------------------------===//
   // Expressions
@@ -244,8 +252,12 @@ private:
   func::FuncOp function;
   SmallVector<Attribute> argAttrs;
   llvm::StringMap<SMLoc> paramNames;
+  /// Named calls and repeats of the model being generated.
   llvm::StringMap<StageTarget> stageTargets;
+  /// The same, per generated model, for the train blocks.
+  llvm::StringMap<llvm::StringMap<StageTarget>> stageTargetsByModel;
   llvm::StringMap<func::FuncOp> models;
+  llvm::StringMap<SMLoc> trainedModels;
 };
 
 } // namespace
@@ -327,8 +339,8 @@ std::optional<Scalar> Generator::evalConst(const Expr &expr) {
         if (it->second.kind == Val::Number)
           return it->second.number;
         if (it->second.kind == Val::Tensor)
-          error(expr.loc()) << "'" << expr.text
-                            << "' is a tensor; a constant is needed here";
+          error(expr.loc())
+              << "'" << expr.text << "' is a tensor; a constant is needed here";
         return std::nullopt;
       }
     }
@@ -347,7 +359,8 @@ std::optional<Scalar> Generator::evalConst(const Expr &expr) {
       return std::nullopt;
     if (value->isInt) {
       if (value->i == INT64_MIN) {
-        error(expr.loc()) << "integer overflow in '" << expr.sourceText() << "'";
+        error(expr.loc()) << "integer overflow in '" << expr.sourceText()
+                          << "'";
         return std::nullopt;
       }
       value->i = -value->i;
@@ -376,7 +389,8 @@ std::optional<int64_t> Generator::evalConstInt(const Expr &expr,
   if (!value)
     return std::nullopt;
   if (!value->isInt) {
-    error(expr.loc()) << what << " must be an integer, got " << value->f;
+    error(expr.loc()) << what << " must be an integer, got "
+                      << formatShortestDouble(value->f);
     return std::nullopt;
   }
   return value->i;
@@ -404,6 +418,11 @@ Type Generator::elementType(const Ident &dtype) {
 static constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 RankedTensorType Generator::tensorType(const ast::TensorType &type) {
+  // Sizes in a written type name global constants only, never local values
+  // of whichever body happens to be calling.
+  Frame *savedFrame = frame;
+  frame = nullptr;
+  llvm::scope_exit restore([&] { frame = savedFrame; });
   SmallVector<int64_t> shape;
   bool ok = true;
   int64_t elements = 1;
@@ -441,7 +460,14 @@ ShardingAttr Generator::shardingFromDims(ArrayRef<const AxisSpec *> specs,
                                          ArrayRef<SMLoc> dimLocs,
                                          Binding binding,
                                          int64_t leadingReplicated) {
-  bool anyBound = llvm::any_of(specs, [](const AxisSpec *s) { return s->present; });
+  bool anyBound =
+      llvm::any_of(specs, [](const AxisSpec *s) { return s->present; });
+  if (!mesh && meshDecl) {
+    // The mesh declaration failed and was reported; say nothing more here.
+    if (anyBound)
+      hadError = true;
+    return {};
+  }
   if (!mesh) {
     if (anyBound) {
       for (const AxisSpec *spec : specs)
@@ -463,6 +489,7 @@ ShardingAttr Generator::shardingFromDims(ArrayRef<const AxisSpec *> specs,
     SmallVector<StringAttr> axes;
     int64_t devices = 1;
     std::string product;
+    bool dimOk = true;
     for (const Ident &axis : spec->axes) {
       std::optional<int64_t> size = mesh.getAxisSize(axis.name);
       if (!size) {
@@ -472,7 +499,7 @@ ShardingAttr Generator::shardingFromDims(ArrayRef<const AxisSpec *> specs,
                    cast<StringAttr>(name).getValue().str();
         error(axis.loc) << "unknown mesh axis '" << axis.name << "'; mesh '"
                         << mesh.getSymName() << "' has " << known;
-        ok = false;
+        dimOk = false;
         continue;
       }
       if (manualAxes.count(axis.name)) {
@@ -481,7 +508,7 @@ ShardingAttr Generator::shardingFromDims(ArrayRef<const AxisSpec *> specs,
                           "' is the pipeline schedule's (manual) axis; only "
                           "the compiler assigns it, to stages",
                       manualAxes.lookup(axis.name), "made manual here");
-        ok = false;
+        dimOk = false;
         continue;
       }
       auto [it, inserted] = used.try_emplace(axis.name, axis.loc);
@@ -490,7 +517,7 @@ ShardingAttr Generator::shardingFromDims(ArrayRef<const AxisSpec *> specs,
                       "axis '" + axis.name +
                           "' is used twice in one tensor's sharding",
                       it->second, "first used here");
-        ok = false;
+        dimOk = false;
         continue;
       }
       axes.push_back(builder.getStringAttr(axis.name));
@@ -498,11 +525,12 @@ ShardingAttr Generator::shardingFromDims(ArrayRef<const AxisSpec *> specs,
       product += (product.empty() ? "" : " x ") + axis.name + "=" +
                  std::to_string(*size);
     }
-    if (ok && index < shape.size() && shape[index] % devices != 0) {
-      error(dimLocs[index]) << "dimension of size " << shape[index]
-                            << " is not divisible by " << product << " ("
-                            << devices << " devices); pad it to "
-                            << roundUpTo(shape[index], devices);
+    ok &= dimOk;
+    if (dimOk && index < shape.size() && shape[index] % devices != 0) {
+      error(dimLocs[index])
+          << "dimension of size " << shape[index] << " is not divisible by "
+          << product << " (" << devices << " devices); pad it to "
+          << roundUpTo(shape[index], devices);
       ok = false;
     }
     std::optional<int64_t> priority;
@@ -565,11 +593,10 @@ void Generator::collectDecls(const Program &program) {
       case Decl::Const: {
         const ConstDecl &constant = *decl.constant;
         if (constLocs.count(constant.name.name)) {
-          errorWithNote(constant.name.loc,
-                        "constant '" + constant.name.name +
-                            "' is defined twice",
-                        constLocs.lookup(constant.name.name),
-                        "first defined here");
+          errorWithNote(
+              constant.name.loc,
+              "constant '" + constant.name.name + "' is defined twice",
+              constLocs.lookup(constant.name.name), "first defined here");
           break;
         }
         if (blocks.count(constant.name.name)) {
@@ -596,24 +623,58 @@ void Generator::collectDecls(const Program &program) {
           break;
         }
         if (constLocs.count(block.name.name)) {
-          errorWithNote(block.name.loc,
-                        "'" + block.name.name + "' is already a constant",
-                        constLocs.lookup(block.name.name),
-                        "constant defined here");
+          errorWithNote(
+              block.name.loc, "'" + block.name.name + "' is already a constant",
+              constLocs.lookup(block.name.name), "constant defined here");
+          break;
+        }
+        if (llvm::is_contained(kBuiltinOps, block.name.name)) {
+          error(block.name.loc)
+              << "'" << block.name.name << "' is a built-in op; give the "
+              << (block.isModel ? "model" : "block") << " another name";
           break;
         }
         blockOrder.push_back(&block);
+        checkSignatureNames(block);
         break;
       }
       case Decl::Train:
         trains.push_back(decl.train.get());
         for (const TrainClause &clause : decl.train->clauses)
-          if (clause.key.name == "schedule" && clause.over)
-            for (const Ident &axis : clause.over->axes)
-              manualAxes.try_emplace(axis.name, axis.loc);
+          if (clause.key.name == "schedule" && clause.over &&
+              clause.over->axes.size() == 1)
+            manualAxes.try_emplace(clause.over->axes.front().name,
+                                   clause.over->axes.front().loc);
         break;
       }
     }
+  }
+}
+
+void Generator::checkSignatureNames(const BlockDecl &block) {
+  llvm::StringMap<SMLoc> args;
+  for (const Arg &arg : block.args) {
+    auto [it, inserted] = args.try_emplace(arg.name.name, arg.name.loc);
+    if (!inserted)
+      errorWithNote(arg.name.loc,
+                    "argument '" + arg.name.name + "' is declared twice",
+                    it->second, "first declared here");
+    else if (constLocs.count(arg.name.name))
+      errorWithNote(arg.name.loc,
+                    "argument '" + arg.name.name +
+                        "' has the name of a constant",
+                    constLocs.lookup(arg.name.name), "constant defined here");
+  }
+  llvm::StringMap<SMLoc> results;
+  for (auto [index, result] : llvm::enumerate(block.results)) {
+    // Unnamed model outputs are called output_<k>.
+    std::string name =
+        result.name ? result.name->name : "output_" + std::to_string(index);
+    SMLoc loc = result.name ? result.name->loc : result.type.range.Start;
+    auto [it, inserted] = results.try_emplace(name, loc);
+    if (!inserted)
+      errorWithNote(loc, "output name '" + name + "' is used twice", it->second,
+                    "first used here");
   }
 }
 
@@ -657,10 +718,10 @@ void Generator::declareMesh() {
       return cast<StringAttr>(name).getValue() == override.axis;
     });
     if (it == names.end()) {
+      // Reported, but the mesh is still built so that shardings are checked.
       error(meshDecl->name.loc)
           << "--mesh names axis '" << override.axis << "', which mesh '"
           << meshDecl->name.name << "' does not have";
-      ok = false;
       continue;
     }
     sizes[std::distance(names.begin(), it)] = override.size;
@@ -669,12 +730,14 @@ void Generator::declareMesh() {
   for (Attribute name : names)
     if (manualAxes.count(cast<StringAttr>(name).getValue()))
       manual.push_back(name);
-  for (const auto &entry : manualAxes)
-    if (!seen.count(entry.getKey())) {
-      error(entry.getValue()) << "unknown mesh axis '" << entry.getKey()
-                              << "' for the pipeline schedule";
-      ok = false;
-    }
+  // An unknown schedule axis is reported with its train block; it is no axis.
+  for (auto it = manualAxes.begin(); it != manualAxes.end();) {
+    auto next = std::next(it);
+    if (!seen.count(it->getKey()))
+      manualAxes.erase(it);
+    it = next;
+  }
+  // Unknown schedule axes are reported with the train block.
   if (!ok)
     return;
   builder.setInsertionPointToEnd(module.getBody());
@@ -740,7 +803,8 @@ void Generator::generateModel(const BlockDecl &model) {
     }
     inputTypes.push_back(type);
     NamedAttrList attrs;
-    attrs.set(LoomDialect::kInputAttrName, builder.getStringAttr(arg.name.name));
+    attrs.set(LoomDialect::kInputAttrName,
+              builder.getStringAttr(arg.name.name));
     if (shard)
       attrs.set(LoomDialect::kShardingAttrName, shard);
     argAttrs.push_back(attrs.getDictionary(&context));
@@ -757,18 +821,18 @@ void Generator::generateModel(const BlockDecl &model) {
     resultTypes.push_back(type);
     NamedAttrList attrs;
     attrs.set(LoomDialect::kOutputAttrName,
-              builder.getStringAttr(result.name ? result.name->name
-                                                : "output_" +
-                                                      std::to_string(index)));
+              builder.getStringAttr(result.name
+                                        ? result.name->name
+                                        : "output_" + std::to_string(index)));
     if (shard)
       attrs.set(LoomDialect::kShardingAttrName, shard);
     resultAttrs.push_back(attrs.getDictionary(&context));
   }
 
   builder.setInsertionPointToEnd(module.getBody());
-  function = func::FuncOp::create(builder, fileLoc(model.name.loc),
-                                  model.name.name,
-                                  builder.getFunctionType(inputTypes, resultTypes));
+  function =
+      func::FuncOp::create(builder, fileLoc(model.name.loc), model.name.name,
+                           builder.getFunctionType(inputTypes, resultTypes));
   function->setAttr(LoomDialect::kModelAttrName, builder.getUnitAttr());
   Block *entry = function.addEntryBlock();
   models[model.name.name] = function;
@@ -807,13 +871,14 @@ void Generator::generateModel(const BlockDecl &model) {
       continue;
     }
     if (value.type() != resultTypes[index]) {
-      error(returnLoc) << "model '" << model.name.name << "' returns "
-                       << describeType(value.type()) << " as output " << index
-                       << " but declares " << describeType(resultTypes[index])
-                       << (value.type().getShape() ==
-                                   cast<RankedTensorType>(resultTypes[index]).getShape()
-                               ? "; use cast()"
-                               : "");
+      error(returnLoc)
+          << "model '" << model.name.name << "' returns "
+          << describeType(value.type()) << " as output " << index
+          << " but declares " << describeType(resultTypes[index])
+          << (value.type().getShape() ==
+                      cast<RankedTensorType>(resultTypes[index]).getShape()
+                  ? "; use cast()"
+                  : "");
       resultsOk = false;
       continue;
     }
@@ -829,6 +894,8 @@ void Generator::generateModel(const BlockDecl &model) {
   function.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
   function.setAllArgAttrs(argAttrs);
   function.setAllResultAttrs(resultAttrs);
+  stageTargetsByModel[model.name.name] = std::move(stageTargets);
+  stageTargets.clear();
 }
 
 void Generator::checkUnusedBlock(const BlockDecl &block) {
@@ -843,6 +910,11 @@ void Generator::checkUnusedBlock(const BlockDecl &block) {
     types.push_back(type);
   }
   OpBuilder::InsertionGuard guard(builder);
+  // Its parameter names live in their own namespace, not the last model's.
+  llvm::StringMap<SMLoc> savedParamNames = std::move(paramNames);
+  paramNames.clear();
+  llvm::scope_exit restoreNames(
+      [&] { paramNames = std::move(savedParamNames); });
   builder.setInsertionPointToEnd(module.getBody());
   auto scratch = func::FuncOp::create(builder, fileLoc(block.name.loc),
                                       "__check_" + block.name.name,
@@ -969,8 +1041,8 @@ void Generator::generateParam(const Stmt &stmt) {
     return;
   }
   if (frame->vars.count(name)) {
-    error(stmt.paramName.loc) << "parameter '" << name
-                              << "' shadows a value of the same name";
+    error(stmt.paramName.loc)
+        << "parameter '" << name << "' shadows a value of the same name";
     return;
   }
   frame->vars[name] = Val::poison();
@@ -982,7 +1054,8 @@ void Generator::generateParam(const Stmt &stmt) {
   const std::string &initName = stmt.initName.name;
   SmallVector<double> args;
   for (const ExprPtr &arg : stmt.initArgs) {
-    std::optional<double> value = evalConstFloat(*arg, "an initialiser argument");
+    std::optional<double> value =
+        evalConstFloat(*arg, "an initialiser argument");
     if (!value)
       return;
     args.push_back(*value);
@@ -998,20 +1071,21 @@ void Generator::generateParam(const Stmt &stmt) {
     double mean = args.size() == 2 ? args[0] : 0.0, std = args.back();
     if (!(std > 0)) {
       error(stmt.initArgs.back()->loc())
-          << "normal: the standard deviation must be positive, got " << std;
+          << "normal: the standard deviation must be positive, got "
+          << formatShortestDouble(std);
       return;
     }
     init = makeInit(&context, InitKind::Normal, mean, std);
   } else if (initName == "uniform") {
     if (args.size() != 2) {
-      error(stmt.initName.loc) << "uniform takes (low, high), got "
-                               << args.size() << " argument(s)";
+      error(stmt.initName.loc)
+          << "uniform takes (low, high), got " << args.size() << " argument(s)";
       return;
     }
     if (!(args[0] < args[1])) {
-      error(stmt.initArgs[0]->loc()) << "uniform: low (" << args[0]
-                                     << ") must be below high (" << args[1]
-                                     << ")";
+      error(stmt.initArgs[0]->loc())
+          << "uniform: low (" << formatShortestDouble(args[0])
+          << ") must be below high (" << formatShortestDouble(args[1]) << ")";
       return;
     }
     init = makeInit(&context, InitKind::Uniform, args[0], args[1]);
@@ -1020,8 +1094,8 @@ void Generator::generateParam(const Stmt &stmt) {
       error(stmt.initName.loc) << initName << " takes no arguments";
       return;
     }
-    init = makeInit(&context,
-                    initName == "zeros" ? InitKind::Zeros : InitKind::Ones, 0, 0);
+    init = makeInit(
+        &context, initName == "zeros" ? InitKind::Zeros : InitKind::Ones, 0, 0);
   } else {
     error(stmt.initName.loc) << "unknown initialiser '" << initName
                              << "'; expected normal(std), uniform(low, high), "
@@ -1029,9 +1103,9 @@ void Generator::generateParam(const Stmt &stmt) {
     return;
   }
   if (!isFloat && (initName == "normal" || initName == "uniform")) {
-    error(stmt.initName.loc) << initName
-                             << " initialises float parameters only, not "
-                             << describeType(type.getElementType());
+    error(stmt.initName.loc)
+        << initName << " initialises float parameters only, not "
+        << describeType(type.getElementType());
     return;
   }
   std::string fullName = frame->prefix + name;
@@ -1045,7 +1119,7 @@ void Generator::generateParam(const Stmt &stmt) {
   Value value = materializeParam(frame->repeat, type, fullName, init, shard,
                                  stmt.paramName.loc,
                                  namedLoc(fullName, loc(stmt.paramName.loc)));
-  frame->vars[name] = Val::of(value);
+  frame->vars[name] = value ? Val::of(value) : Val::poison();
 }
 
 Value Generator::materializeParam(RepeatContext *repeat, RankedTensorType type,
@@ -1066,6 +1140,13 @@ Value Generator::materializeParam(RepeatContext *repeat, RankedTensorType type,
   // and the body sees one slice per iteration.
   SmallVector<int64_t> shape{repeat->count};
   llvm::append_range(shape, type.getShape());
+  int64_t elements;
+  if (llvm::MulOverflow(type.getNumElements(), repeat->count, elements) ||
+      elements > kMaxElements) {
+    error(at) << "stacked over " << repeat->count
+              << " layers, this parameter has more than 2^48 elements";
+    return {};
+  }
   auto stackedType = RankedTensorType::get(shape, type.getElementType());
   ShardingAttr stackedShard;
   if (shard) {
@@ -1075,12 +1156,10 @@ Value Generator::materializeParam(RepeatContext *repeat, RankedTensorType type,
     stackedShard = ShardingAttr::get(&context, shard.getMesh(), dims, {},
                                      ReductionKind::Sum);
   }
-  Value outer;
-  {
-    // The enclosing body's builder position is irrelevant: arguments only.
-    outer = materializeParam(repeat->parent, stackedType, name, init,
-                             stackedShard, at, argLoc);
-  }
+  Value outer = materializeParam(repeat->parent, stackedType, name, init,
+                                 stackedShard, at, argLoc);
+  if (!outer)
+    return {};
   repeat->stacked.push_back(outer);
   return repeat->body->addArgument(type, argLoc);
 }
@@ -1096,15 +1175,15 @@ void Generator::generateRepeat(const Stmt &stmt) {
     return;
   }
   if (*count < 1) {
-    error(stmt.count->loc()) << "repeat count must be a positive constant, got "
-                             << *count;
+    error(stmt.count->loc())
+        << "repeat count must be a positive constant, got " << *count;
     poisonTargets();
     return;
   }
   if (stmt.values.size() != stmt.targets.size()) {
-    error(stmt.range.Start) << "repeat body gives " << stmt.values.size()
-                            << " value(s) for " << stmt.targets.size()
-                            << " carried name(s)";
+    error(stmt.range.Start)
+        << "repeat body gives " << stmt.values.size() << " value(s) for "
+        << stmt.targets.size() << " carried name(s)";
     poisonTargets();
     return;
   }
@@ -1136,7 +1215,8 @@ void Generator::generateRepeat(const Stmt &stmt) {
   std::string name;
   if (stmt.repeatName) {
     name = stmt.repeatName->name;
-    auto [it, inserted] = frame->callNames.try_emplace(name, stmt.repeatName->loc);
+    auto [it, inserted] =
+        frame->callNames.try_emplace(name, stmt.repeatName->loc);
     if (!inserted) {
       errorWithNote(stmt.repeatName->loc,
                     "call name '" + name + "' is used twice in '" +
@@ -1147,7 +1227,15 @@ void Generator::generateRepeat(const Stmt &stmt) {
     }
   } else {
     name = "repeat_" + std::to_string(frame->callCounts["repeat"]++);
-    frame->callNames.try_emplace(name, stmt.range.Start);
+    auto [it, inserted] = frame->callNames.try_emplace(name, stmt.range.Start);
+    if (!inserted) {
+      errorWithNote(stmt.range.Start,
+                    "this repeat's automatic name '" + name +
+                        "' is already used; name it with 'as'",
+                    it->second, "'" + name + "' used here");
+      poisonTargets();
+      return;
+    }
   }
   if (frame->block && frame->block->isModel && !frame->repeat)
     stageTargets[name] = StageTarget{stmt.range.Start, *count};
@@ -1156,8 +1244,7 @@ void Generator::generateRepeat(const Stmt &stmt) {
   std::unique_ptr<Block> body(repeat.body);
   Location repeatLoc = loc(stmt.range.Start);
   for (auto [target, value] : llvm::zip(stmt.targets, carried))
-    body->addArgument(value.getType(),
-                      namedLoc(target.name, loc(target.loc)));
+    body->addArgument(value.getType(), namedLoc(target.name, loc(target.loc)));
 
   // The body shares the enclosing frame's names but has its own variables.
   Frame bodyFrame;
@@ -1329,7 +1416,8 @@ Val Generator::evalName(const Expr &expr) {
     candidates.push_back(entry.getKey());
   llvm::sort(candidates);
   std::string hint = closestName(expr.text, candidates);
-  InFlightDiagnostic diag = error(expr.loc()) << "unknown name '" << expr.text << "'";
+  InFlightDiagnostic diag = error(expr.loc())
+                            << "unknown name '" << expr.text << "'";
   if (!hint.empty())
     diag << "; did you mean '" << hint << "'?";
   return Val::poison();
@@ -1341,18 +1429,30 @@ Value Generator::constantLike(Scalar number, Type element, SMLoc at) {
   if (auto floatType = dyn_cast<FloatType>(element)) {
     llvm::APFloat converted(number.asDouble());
     bool lost;
-    converted.convert(floatType.getFloatSemantics(),
-                      llvm::APFloat::rmNearestTiesToEven, &lost);
+    llvm::APFloat::opStatus status =
+        converted.convert(floatType.getFloatSemantics(),
+                          llvm::APFloat::rmNearestTiesToEven, &lost);
+    if (status & llvm::APFloat::opOverflow) {
+      error(at) << "the number " << formatShortestDouble(number.asDouble())
+                << " is out of range for " << describeType(element);
+      return {};
+    }
     value = DenseElementsAttr::get(type, converted);
   } else {
     if (!number.isInt) {
-      error(at) << "the number " << number.f
+      error(at) << "the number " << formatShortestDouble(number.f)
                 << " cannot combine with an integer tensor; use cast()";
       return {};
     }
+    unsigned width = element.getIntOrFloatBitWidth();
+    if (width < 64 && (number.i < -(int64_t(1) << (width - 1)) ||
+                       number.i >= (int64_t(1) << (width - 1)))) {
+      error(at) << "the number " << number.i << " is out of range for "
+                << describeType(element);
+      return {};
+    }
     value = DenseElementsAttr::get(
-        type, llvm::APInt(element.getIntOrFloatBitWidth(), number.i,
-                          /*isSigned=*/true));
+        type, llvm::APInt(width, number.i, /*isSigned=*/true));
   }
   return ConstantOp::create(builder, loc(at), type, cast<ElementsAttr>(value));
 }
@@ -1363,9 +1463,9 @@ Val Generator::evalNeg(const Expr &expr) {
     return operand;
   if (operand.kind == Val::Number)
     return evalConst(expr) ? Val::of(*evalConst(expr)) : Val::poison();
-  return Val::of(NegOp::create(builder, loc(expr.loc()), operand.type(),
-                               operand.tensor)
-                     .getResult());
+  return Val::of(
+      NegOp::create(builder, loc(expr.loc()), operand.type(), operand.tensor)
+          .getResult());
 }
 
 Val Generator::evalBinary(const Expr &expr) {
@@ -1390,9 +1490,9 @@ Val Generator::evalBinary(const Expr &expr) {
       hadError = true;
       return Val::poison();
     }
-    return Val::of(MatmulOp::create(builder, location, *type, lhs.tensor,
-                                    rhs.tensor)
-                       .getResult());
+    return Val::of(
+        MatmulOp::create(builder, location, *type, lhs.tensor, rhs.tensor)
+            .getResult());
   }
   // A number takes the element type of the tensor it meets (weak typing).
   if (lhs.kind == Val::Number)
@@ -1421,7 +1521,8 @@ Val Generator::evalBinary(const Expr &expr) {
   return Val::of(result);
 }
 
-std::string Generator::nextCallName(const Expr &call, StringRef block) {
+FailureOr<std::string> Generator::nextCallName(const Expr &call,
+                                               StringRef block) {
   if (call.callName) {
     const Ident &name = *call.callName;
     auto [it, inserted] = frame->callNames.try_emplace(name.name, name.loc);
@@ -1430,21 +1531,20 @@ std::string Generator::nextCallName(const Expr &call, StringRef block) {
                     "call name '" + name.name + "' is used twice in '" +
                         frame->block->name.name + "'",
                     it->second, "first used here");
-      return "";
+      return failure();
     }
     return name.name;
   }
   if (frame->soleCallIsAnonymous)
-    return "";
-  std::string name =
-      (block + "_" + Twine(frame->callCounts[block]++)).str();
+    return std::string();
+  std::string name = (block + "_" + Twine(frame->callCounts[block]++)).str();
   auto [it, inserted] = frame->callNames.try_emplace(name, call.loc());
   if (!inserted) {
     errorWithNote(call.loc(),
                   "this call's automatic name '" + name +
                       "' is already used; name it with 'as'",
                   it->second, "'" + name + "' used here");
-    return "";
+    return failure();
   }
   return name;
 }
@@ -1468,14 +1568,8 @@ SmallVector<Val> Generator::evalCall(const Expr &call) {
   SmallVector<Val> values = evalBuiltin(call, handled);
   if (handled)
     return values;
-  static constexpr StringLiteral kBuiltins[] = {
-      "relu",      "gelu",    "silu",      "tanh",     "sigmoid",
-      "exp",       "log",     "sqrt",      "rsqrt",    "neg",
-      "softmax",   "layernorm", "rmsnorm", "sum",      "mean",
-      "max",       "reshape", "transpose", "concat",   "split",
-      "slice",     "cast",    "embedding", "attention", "cross_entropy",
-      "einsum",    "shard"};
-  SmallVector<StringRef> candidates(std::begin(kBuiltins), std::end(kBuiltins));
+  SmallVector<StringRef> candidates(std::begin(kBuiltinOps),
+                                    std::end(kBuiltinOps));
   for (const BlockDecl *block : blockOrder)
     candidates.push_back(block->name.name);
   std::string hint = closestName(call.text, candidates);
@@ -1497,9 +1591,8 @@ SmallVector<Val> Generator::inlineBlock(const BlockDecl &block,
     for (const BlockDecl *caller : callStack)
       chain += caller->name.name + " -> ";
     errorWithNote(call.loc(),
-                  "block '" + block.name.name +
-                      "' calls itself (" + chain + block.name.name +
-                      "); blocks cannot be recursive",
+                  "block '" + block.name.name + "' calls itself (" + chain +
+                      block.name.name + "); blocks cannot be recursive",
                   block.name.loc, "'" + block.name.name + "' defined here");
     return poison();
   }
@@ -1518,7 +1611,10 @@ SmallVector<Val> Generator::inlineBlock(const BlockDecl &block,
                   block.name.loc, "'" + block.name.name + "' defined here");
     return poison();
   }
-  std::string callName = nextCallName(call, block.name.name);
+  FailureOr<std::string> maybeCallName = nextCallName(call, block.name.name);
+  if (failed(maybeCallName))
+    return poison();
+  std::string callName = *maybeCallName;
   SmallVector<Val> args;
   bool ok = true;
   for (auto [index, operand] : llvm::enumerate(call.operands)) {
@@ -1549,7 +1645,8 @@ SmallVector<Val> Generator::inlineBlock(const BlockDecl &block,
 
   Frame callee;
   callee.block = &block;
-  callee.prefix = callName.empty() ? frame->prefix : frame->prefix + callName + ".";
+  callee.prefix =
+      callName.empty() ? frame->prefix : frame->prefix + callName + ".";
   Location callLoc = loc(call.loc());
   callee.callSite = callLoc;
   callee.repeat = frame->repeat;
@@ -1563,13 +1660,13 @@ SmallVector<Val> Generator::inlineBlock(const BlockDecl &block,
       frame = caller;
       if (!shard)
         return poison();
-      bound = Val::of(ShardOp::create(builder,
-                                      namedLoc(arg.name.name,
-                                               CallSiteLoc::get(
-                                                   fileLoc(arg.name.loc),
-                                                   callLoc)),
-                                      value.type(), value.tensor, shard)
-                          .getResult());
+      bound = Val::of(
+          ShardOp::create(
+              builder,
+              namedLoc(arg.name.name,
+                       CallSiteLoc::get(fileLoc(arg.name.loc), callLoc)),
+              value.type(), value.tensor, shard)
+              .getResult());
     }
     callee.vars[arg.name.name] = bound;
   }
@@ -1623,9 +1720,9 @@ SmallVector<Val> Generator::inlineBlock(const BlockDecl &block,
       frame = caller;
       if (!shard)
         return poison();
-      result = Val::of(ShardOp::create(builder, resultLoc, value.type(),
-                                       value.tensor, shard)
-                           .getResult());
+      result = Val::of(
+          ShardOp::create(builder, resultLoc, value.type(), value.tensor, shard)
+              .getResult());
     }
     results.push_back(result);
   }
@@ -1668,9 +1765,9 @@ static bool bindArguments(const Expr &call, const BuiltinSignature &sig,
         return false;
       }
       if (index >= sig.params.size()) {
-        error(operand->loc()) << call.text << " takes at most "
-                              << sig.params.size() << " argument(s): "
-                              << usage();
+        error(operand->loc())
+            << call.text << " takes at most " << sig.params.size()
+            << " argument(s): " << usage();
         return false;
       }
       slot = index;
@@ -1679,8 +1776,7 @@ static bool bindArguments(const Expr &call, const BuiltinSignature &sig,
       auto it = llvm::find(sig.params, keyword.name);
       if (it == sig.params.end()) {
         error(keyword.loc) << "unknown keyword argument '" << keyword.name
-                           << "' for " << call.text << "; expected "
-                           << usage();
+                           << "' for " << call.text << "; expected " << usage();
         return false;
       }
       slot = std::distance(sig.params.begin(), it);
@@ -1764,8 +1860,7 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
   handled = true;
 
   SmallVector<const Expr *> slots;
-  if (!bindArguments(call, sig, slots,
-                     [&](SMLoc at) { return error(at); }))
+  if (!bindArguments(call, sig, slots, [&](SMLoc at) { return error(at); }))
     return {Val::poison()};
   Location location = loc(call.loc());
   auto fail = [&]() -> SmallVector<Val> {
@@ -1799,8 +1894,8 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     }
     return *dim < 0 ? *dim + rank : *dim;
   };
-  auto intList = [&](const Expr *expr, StringRef what)
-      -> std::optional<SmallVector<int64_t>> {
+  auto intList = [&](const Expr *expr,
+                     StringRef what) -> std::optional<SmallVector<int64_t>> {
     if (expr->kind != ExprKind::List) {
       error(expr->loc()) << what << " is a list, as in [2, 4]";
       return std::nullopt;
@@ -1871,8 +1966,8 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     Val x = floatTensorArg(0);
     if (x.isPoison())
       return {x};
-    std::optional<int64_t> dim = dimArg(slots[1], x.type().getRank(),
-                                        x.type().getRank() - 1);
+    std::optional<int64_t> dim =
+        dimArg(slots[1], x.type().getRank(), x.type().getRank() - 1);
     if (!dim)
       return fail();
     return one(SoftmaxOp::create(builder, location, x.type(), x.tensor,
@@ -1891,7 +1986,8 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
       if (!value)
         return fail();
       if (!(*value > 0)) {
-        error(epsExpr->loc()) << "eps must be positive, got " << *value;
+        error(epsExpr->loc())
+            << "eps must be positive, got " << formatShortestDouble(*value);
         return fail();
       }
       eps = *value;
@@ -1947,10 +2043,13 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     auto dimsAttr = builder.getDenseI64ArrayAttr(dims);
     UnitAttr keep = *keepdim ? builder.getUnitAttr() : UnitAttr();
     if (name == "sum")
-      return one(SumOp::create(builder, location, *type, x.tensor, dimsAttr, keep));
+      return one(
+          SumOp::create(builder, location, *type, x.tensor, dimsAttr, keep));
     if (name == "mean")
-      return one(MeanOp::create(builder, location, *type, x.tensor, dimsAttr, keep));
-    return one(MaxOp::create(builder, location, *type, x.tensor, dimsAttr, keep));
+      return one(
+          MeanOp::create(builder, location, *type, x.tensor, dimsAttr, keep));
+    return one(
+        MaxOp::create(builder, location, *type, x.tensor, dimsAttr, keep));
   }
   if (name == "reshape") {
     Val x = tensorArg(0);
@@ -1960,8 +2059,8 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     int64_t elements = 1;
     for (int64_t size : *shape) {
       if (size < 1) {
-        error(slots[1]->loc()) << "reshape sizes must be positive, got "
-                               << size;
+        error(slots[1]->loc())
+            << "reshape sizes must be positive, got " << size;
         return fail();
       }
       if (llvm::MulOverflow(elements, size, elements) ||
@@ -1972,10 +2071,10 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     }
     auto type = RankedTensorType::get(*shape, x.type().getElementType());
     if (type.getNumElements() != x.type().getNumElements()) {
-      error(slots[1]->loc()) << "cannot reshape " << describeType(x.type())
-                             << " (" << x.type().getNumElements()
-                             << " elements) to " << describeType(type) << " ("
-                             << type.getNumElements() << " elements)";
+      error(slots[1]->loc())
+          << "cannot reshape " << describeType(x.type()) << " ("
+          << x.type().getNumElements() << " elements) to " << describeType(type)
+          << " (" << type.getNumElements() << " elements)";
       return fail();
     }
     return one(ReshapeOp::create(builder, location, type, x.tensor));
@@ -2113,15 +2212,16 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
         inferAttentionType(location, q.type(), k.type(), v.type());
     if (failed(type))
       return fail();
-    double scale = 1.0 / std::sqrt(static_cast<double>(q.type().getShape().back()));
+    double scale =
+        1.0 / std::sqrt(static_cast<double>(q.type().getShape().back()));
     if (slots[4]) {
       std::optional<double> value = evalConstFloat(*slots[4], "scale");
       if (!value)
         return fail();
       scale = *value;
     }
-    return one(AttentionOp::create(builder, location, *type, q.tensor,
-                                   k.tensor, v.tensor,
+    return one(AttentionOp::create(builder, location, *type, q.tensor, k.tensor,
+                                   v.tensor,
                                    *causal ? builder.getUnitAttr() : UnitAttr(),
                                    builder.getF64FloatAttr(scale)));
   }
@@ -2192,12 +2292,13 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     locs.push_back(item->loc());
   }
   if (!mesh) {
-    error(call.loc()) << "shard() needs a mesh; declare one, e.g. mesh m = "
-                         "[dp: 2]";
+    if (!meshDecl)
+      error(call.loc()) << "shard() needs a mesh; declare one, e.g. mesh m = "
+                           "[dp: 2]";
     return fail();
   }
-  ShardingAttr attr = shardingFromDims(specs, type.getShape(), locs,
-                                       Binding::Open, 0);
+  ShardingAttr attr =
+      shardingFromDims(specs, type.getShape(), locs, Binding::Open, 0);
   if (!attr)
     return fail();
   return one(ShardOp::create(builder, location, type, x.tensor, attr));
@@ -2214,15 +2315,28 @@ void Generator::generateTrain(const TrainDecl &train) {
     if (blockIt == blocks.end())
       error(train.model.loc) << "unknown model '" << train.model.name << "'";
     else if (!blockIt->second->isModel)
-      error(train.model.loc) << "'" << train.model.name
-                             << "' is a block; train names a model";
+      error(train.model.loc)
+          << "'" << train.model.name << "' is a block; train names a model";
     return; // a model that failed to generate was already reported
   }
   func::FuncOp model = modelIt->second;
   const BlockDecl &modelDecl = *blocks.lookup(train.model.name);
+  auto [previousTrain, firstTrain] =
+      trainedModels.try_emplace(train.model.name, train.model.loc);
+  if (!firstTrain) {
+    errorWithNote(train.model.loc,
+                  "model '" + train.model.name + "' has two train blocks",
+                  previousTrain->second, "first train block here");
+    return;
+  }
+  const llvm::StringMap<StageTarget> &targets =
+      stageTargetsByModel[train.model.name];
+  const TrainClause *balancedClause = nullptr, *stageClause = nullptr;
+  const TrainClause *highestStage = nullptr;
+  int64_t highestStageIndex = -1;
   static constexpr StringLiteral kKeys[] = {
-      "optimizer", "precision", "master", "zero",  "microbatches",
-      "schedule",  "stages",    "stage"};
+      "optimizer",    "precision", "master", "zero",
+      "microbatches", "schedule",  "stages", "stage"};
   llvm::StringMap<SMLoc> seen;
   StringRef optimizer;
   NamedAttrList hyper;
@@ -2231,7 +2345,8 @@ void Generator::generateTrain(const TrainDecl &train) {
   const TrainClause *microbatchClause = nullptr;
   int64_t microbatches = 0;
 
-  auto axesOf = [&](const AxisSpec &spec) -> std::optional<SmallVector<Attribute>> {
+  auto axesOf =
+      [&](const AxisSpec &spec) -> std::optional<SmallVector<Attribute>> {
     SmallVector<Attribute> axes;
     for (const Ident &axis : spec.axes) {
       if (!mesh || !mesh.getAxisSize(axis.name)) {
@@ -2275,8 +2390,8 @@ void Generator::generateTrain(const TrainDecl &train) {
       }
       optimizer = value.text;
       ArrayRef<StringLiteral> known;
-      static constexpr StringLiteral kSgd[] = {"lr", "momentum",
-                                               "weight_decay", "nesterov"};
+      static constexpr StringLiteral kSgd[] = {"lr", "momentum", "weight_decay",
+                                               "nesterov"};
       static constexpr StringLiteral kAdamw[] = {"lr", "betas", "eps",
                                                  "weight_decay"};
       if (optimizer == "sgd")
@@ -2347,12 +2462,13 @@ void Generator::generateTrain(const TrainDecl &train) {
       attrs.set(key == "precision" ? "compute_type" : "master_type",
                 TypeAttr::get(type));
     } else if (key == "zero") {
-      std::optional<int64_t> stage = evalConstInt(*clause.value, "a ZeRO stage");
+      std::optional<int64_t> stage =
+          evalConstInt(*clause.value, "a ZeRO stage");
       if (!stage)
         continue;
       if (*stage < 0 || *stage > 3) {
-        error(clause.value->loc()) << "ZeRO stage must be 0, 1, 2 or 3, got "
-                                   << *stage;
+        error(clause.value->loc())
+            << "ZeRO stage must be 0, 1, 2 or 3, got " << *stage;
         continue;
       }
       if (!clause.over) {
@@ -2363,6 +2479,17 @@ void Generator::generateTrain(const TrainDecl &train) {
       std::optional<SmallVector<Attribute>> axes = axesOf(*clause.over);
       if (!axes)
         continue;
+      bool manual = false;
+      for (const Ident &axis : clause.over->axes)
+        if (manualAxes.count(axis.name)) {
+          errorWithNote(axis.loc,
+                        "ZeRO cannot shard over '" + axis.name +
+                            "', the pipeline schedule's axis",
+                        manualAxes.lookup(axis.name), "made manual here");
+          manual = true;
+        }
+      if (manual)
+        continue;
       attrs.set("zero_stage", builder.getI64IntegerAttr(*stage));
       attrs.set("zero_axes", builder.getArrayAttr(*axes));
     } else if (key == "microbatches") {
@@ -2371,8 +2498,8 @@ void Generator::generateTrain(const TrainDecl &train) {
       if (!count)
         continue;
       if (*count < 1) {
-        error(clause.value->loc()) << "microbatches must be positive, got "
-                                   << *count;
+        error(clause.value->loc())
+            << "microbatches must be positive, got " << *count;
         continue;
       }
       microbatches = *count;
@@ -2383,8 +2510,8 @@ void Generator::generateTrain(const TrainDecl &train) {
       for (char c : clause.value->sourceText())
         if (!isspace(static_cast<unsigned char>(c)))
           name += c;
-      static constexpr StringLiteral kSchedules[] = {"gpipe", "1f1b",
-                                                     "interleaved", "zero-bubble"};
+      static constexpr StringLiteral kSchedules[] = {
+          "gpipe", "1f1b", "interleaved", "zero-bubble"};
       if (!llvm::is_contained(kSchedules, name)) {
         error(clause.value->loc()) << "unknown pipeline schedule '" << name
                                    << "'; expected gpipe, 1f1b, interleaved "
@@ -2408,18 +2535,25 @@ void Generator::generateTrain(const TrainDecl &train) {
                                  "'stage N: [...]' lines";
         continue;
       }
+      balancedClause = &clause;
       stages.push_back(builder.getStringAttr("balanced"));
     } else { // stage N: [refs]
-      std::optional<int64_t> index = evalConstInt(*clause.value, "a stage index");
+      stageClause = &clause;
+      std::optional<int64_t> index =
+          evalConstInt(*clause.value, "a stage index");
       if (!index)
         continue;
       if (*index < 0) {
         error(clause.value->loc()) << "stage index must not be negative";
         continue;
       }
+      if (*index > highestStageIndex) {
+        highestStageIndex = *index;
+        highestStage = &clause;
+      }
       for (const StageRef &ref : clause.stageRefs) {
-        auto target = stageTargets.find(ref.name.name);
-        if (target == stageTargets.end()) {
+        auto target = targets.find(ref.name.name);
+        if (target == targets.end()) {
           error(ref.name.loc) << "'" << ref.name.name
                               << "' is not a named call or repeat of model '"
                               << train.model.name << "'";
@@ -2433,30 +2567,45 @@ void Generator::generateTrain(const TrainDecl &train) {
                                    "layer range";
             continue;
           }
-          std::optional<int64_t> begin = evalConstInt(*ref.begin, "a layer index");
+          std::optional<int64_t> begin =
+              evalConstInt(*ref.begin, "a layer index");
           std::optional<int64_t> end = evalConstInt(*ref.end, "a layer index");
           if (!begin || !end)
             continue;
-          if (*begin < 0 || *begin >= *end ||
-              *end > *target->second.repeatCount) {
+          if (*begin >= *end) {
+            error(ref.begin->loc())
+                << "layer range [" << *begin << ":" << *end << "] is empty";
+            continue;
+          }
+          if (*begin < 0 || *end > *target->second.repeatCount) {
             error(ref.begin->loc())
                 << "layer range [" << *begin << ":" << *end
                 << "] is not inside 0.." << *target->second.repeatCount;
             continue;
           }
-          text += "[" + std::to_string(*begin) + ":" + std::to_string(*end) + "]";
+          text +=
+              "[" + std::to_string(*begin) + ":" + std::to_string(*end) + "]";
         }
         stages.push_back(builder.getStringAttr(text));
       }
     }
   }
-  if (optimizer.empty()) {
-    if (!seen.count("optimizer"))
-      error(train.model.loc) << "train '" << train.model.name
-                             << "' needs an optimizer, e.g. 'optimizer "
-                                "adamw(lr = 3e-4)'";
-    return;
+  // Each pipeline stage runs on one coordinate of the schedule's axis
+  // (interleaved schedules place several stages per coordinate).
+  if (highestStage && attrs.get("schedule_axis") &&
+      attrs.get("schedule") != builder.getStringAttr("interleaved")) {
+    StringRef axis = cast<StringAttr>(attrs.get("schedule_axis")).getValue();
+    int64_t size = mesh ? mesh.getAxisSize(axis).value_or(0) : 0;
+    if (size && highestStageIndex >= size)
+      error(highestStage->value->loc())
+          << "stage " << highestStageIndex << " does not exist: the schedule's "
+          << "axis '" << axis << "' has " << size << " stage(s), 0.."
+          << size - 1;
   }
+  if (balancedClause && stageClause)
+    errorWithNote(stageClause->key.loc,
+                  "explicit stages and 'stages balanced' exclude each other",
+                  balancedClause->key.loc, "'stages balanced' given here");
   // m microbatches, each split over the data axes, must divide the batch.
   if (microbatchClause && !modelDecl.args.empty()) {
     const Arg &first = modelDecl.args.front();
@@ -2472,22 +2621,29 @@ void Generator::generateTrain(const TrainDecl &train) {
         }
       int64_t batch = type.getShape().front();
       if (batch % (microbatches * devices) != 0)
-        errorWithNote(microbatchClause->value->loc(),
-                      Twine(microbatches) + " microbatches" + axesText +
-                          " = " + Twine(microbatches * devices) +
-                          " does not divide the batch " + Twine(batch) +
-                          " of '" + first.name.name + "'",
-                      first.type.dims.front().size->loc(), "batch dimension here");
+        errorWithNote(
+            microbatchClause->value->loc(),
+            Twine(microbatches) + " microbatches" + axesText + " = " +
+                Twine(microbatches * devices) + " does not divide the batch " +
+                Twine(batch) + " of '" + first.name.name + "'",
+            first.type.dims.front().size->loc(), "batch dimension here");
     }
+  }
+  if (optimizer.empty()) {
+    if (!seen.count("optimizer"))
+      error(train.model.loc) << "train '" << train.model.name
+                             << "' needs an optimizer, e.g. 'optimizer "
+                                "adamw(lr = 3e-4)'";
+    return;
   }
   if (hadError)
     return;
   builder.setInsertionPointToEnd(module.getBody());
-  auto op = TrainOp::create(builder, fileLoc(train.model.loc),
-                            FlatSymbolRefAttr::get(model.getSymNameAttr()),
-                            builder.getStringAttr(optimizer),
-                            hyper.getDictionary(&context), nullptr, nullptr,
-                            nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  auto op = TrainOp::create(
+      builder, fileLoc(train.model.loc),
+      FlatSymbolRefAttr::get(model.getSymNameAttr()),
+      builder.getStringAttr(optimizer), hyper.getDictionary(&context), nullptr,
+      nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   for (NamedAttribute attr : attrs)
     op->setAttr(attr.getName(), attr.getValue());
   if (!stages.empty())

@@ -19,7 +19,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ConvertUTF.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <exception>
 
 using namespace loom;
@@ -36,7 +38,8 @@ const char *findInvalidUTF8(StringRef text) {
   const auto *end = reinterpret_cast<const llvm::UTF8 *>(text.end());
   for (const llvm::UTF8 *p = begin; p < end;) {
     unsigned length = llvm::getNumBytesForUTF8(*p);
-    if (length == 0 || p + length > end || !llvm::isLegalUTF8Sequence(p, p + length))
+    if (length == 0 || p + length > end ||
+        !llvm::isLegalUTF8Sequence(p, p + length))
       return reinterpret_cast<const char *>(p);
     p += length;
   }
@@ -44,7 +47,8 @@ const char *findInvalidUTF8(StringRef text) {
 }
 
 /// Bounds bracket nesting and runs of prefix '-' so that the recursive-descent
-/// parser never recurses deeper than a fixed bound.
+/// parser never recurses deeper than a fixed bound; also finds unterminated
+/// block comments, which the lexer would report as a stray '/'.
 bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
   unsigned depth = 0, minusRun = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -56,7 +60,12 @@ bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
     }
     if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
       size_t end = text.find("*/", i + 2);
-      i = end == StringRef::npos ? text.size() : end + 1;
+      if (end == StringRef::npos) {
+        onError(SMLoc::getFromPointer(text.data() + i),
+                "unterminated block comment: '/*' without '*/'");
+        return false;
+      }
+      i = end + 1;
       continue;
     }
     if (c == '"') {
@@ -121,9 +130,10 @@ public:
     return at(token->getStopIndex() + 1);
   }
   SMRange range(antlr4::ParserRuleContext *ctx) const {
-    return SMRange(start(ctx->getStart()), end(ctx->getStop() ? ctx->getStop()
-                                                               : ctx->getStart()));
+    return SMRange(start(ctx->getStart()),
+                   end(ctx->getStop() ? ctx->getStop() : ctx->getStart()));
   }
+
 private:
   StringRef text;
   std::vector<size_t> offsets;
@@ -135,8 +145,8 @@ public:
   ErrorListener(const SourceMap &map, const SyntaxErrorHandler &onError)
       : map(map), onError(onError) {}
 
-  void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t,
-                   size_t, const std::string &msg,
+  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending,
+                   size_t, size_t, const std::string &msg,
                    std::exception_ptr) override {
     ++count;
     if (count > kMaxErrors)
@@ -150,6 +160,11 @@ public:
       onError(SMLoc(), msg);
       return;
     }
+    if (std::optional<std::string> unclosed =
+            findUnclosed(recognizer, offending)) {
+      onError(map.start(offending), *unclosed);
+      return;
+    }
     onError(map.start(offending), describe(offending, msg));
   }
 
@@ -157,6 +172,60 @@ public:
 
 private:
   static constexpr unsigned kMaxErrors = 20;
+
+  /// ANTLR names tokens by their rule (ID, DTYPE); users read words.
+  static std::string friendlyTokens(std::string set) {
+    static const std::pair<const char *, const char *> kNames[] = {
+        {"ID", "a name"},       {"DTYPE", "an element type"},
+        {"INT", "an integer"},  {"FLOAT", "a number"},
+        {"STRING", "a string"}, {"<EOF>", "end of file"}};
+    std::string out;
+    size_t i = 0;
+    while (i < set.size()) {
+      bool replaced = false;
+      for (auto [token, name] : kNames) {
+        size_t length = strlen(token);
+        bool atWord =
+            i == 0 || !isalnum(static_cast<unsigned char>(set[i - 1]));
+        if (atWord && set.compare(i, length, token) == 0 &&
+            (i + length == set.size() ||
+             !isalnum(static_cast<unsigned char>(set[i + length])))) {
+          out += name;
+          i += length;
+          replaced = true;
+          break;
+        }
+      }
+      if (!replaced)
+        out += set[i++];
+    }
+    return out;
+  }
+
+  /// An opening bracket that is never closed derails the parser far from the
+  /// mistake; name the bracket instead.
+  static std::optional<std::string> findUnclosed(antlr4::Recognizer *recognizer,
+                                                 antlr4::Token *offending) {
+    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
+    std::string open = offending->getText();
+    if (!parser || (open != "(" && open != "[" && open != "{"))
+      return std::nullopt;
+    char close = open == "(" ? ')' : open == "[" ? ']' : '}';
+    antlr4::TokenStream *tokens = parser->getTokenStream();
+    int depth = 0;
+    for (size_t i = offending->getTokenIndex();; ++i) {
+      antlr4::Token *token = tokens->get(i);
+      if (token->getType() == antlr4::Token::EOF)
+        break;
+      std::string text = token->getText();
+      if (text == open)
+        ++depth;
+      else if (text.size() == 1 && text[0] == close && --depth == 0)
+        return std::nullopt;
+    }
+    return "'" + open + "' is never closed; expected '" +
+           std::string(1, close) + "'";
+  }
 
   static std::string quote(const std::string &text) {
     if (text == "<EOF>")
@@ -175,7 +244,7 @@ private:
     std::string found = quote(offending->getText());
     if (text.starts_with("missing ")) {
       auto [what, at] = text.drop_front(8).split(" at ");
-      return "expected " + what.str() + " before " + found;
+      return "expected " + friendlyTokens(what.str()) + " before " + found;
     }
     std::string result = "unexpected " + found;
     size_t expecting = text.find("expecting ");
@@ -183,7 +252,7 @@ private:
       StringRef set = text.drop_front(expecting + 10);
       // Long alternatives lists help nobody; short ones say what to write.
       if (set.count(',') < 6)
-        result += "; expected " + set.str();
+        result += "; expected " + friendlyTokens(set.str());
     }
     return result;
   }
@@ -220,7 +289,8 @@ private:
       decl.mesh = std::make_unique<MeshDecl>();
       decl.mesh->name = ident(mesh->ID());
       for (auto *axis : mesh->meshAxis())
-        decl.mesh->axes.emplace_back(ident(axis->ID()), buildExpr(axis->expr()));
+        decl.mesh->axes.emplace_back(ident(axis->ID()),
+                                     buildExpr(axis->expr()));
     } else if (auto *constant = ctx->constDecl()) {
       // `const A = 1, B = 2` becomes one Const declaration per name.
       for (auto *item : constant->constItem()) {
@@ -247,7 +317,8 @@ private:
     block->isModel = ctx->kind->getType() == LoomParser::MODEL;
     block->name = ident(ctx->ID());
     for (auto *arg : ctx->arg())
-      block->args.push_back(Arg{ident(arg->ID()), buildType(arg->tensorType())});
+      block->args.push_back(
+          Arg{ident(arg->ID()), buildType(arg->tensorType())});
     for (auto *result : ctx->results()->result()) {
       Result r;
       if (result->ID())
@@ -306,20 +377,23 @@ private:
       stmt->initHasParens = init->children.size() > 1;
       for (auto *arg : init->expr())
         stmt->initArgs.push_back(buildExpr(arg));
-    } else if (auto *repeat = dynamic_cast<LoomParser::RepeatStmtContext *>(ctx)) {
+    } else if (auto *repeat =
+                   dynamic_cast<LoomParser::RepeatStmtContext *>(ctx)) {
       stmt->kind = StmtKind::Repeat;
       for (auto *id : repeat->targets()->ID())
         stmt->targets.push_back(ident(id));
       stmt->count = buildExpr(repeat->count);
       if (repeat->name)
-        stmt->repeatName = Ident{repeat->name->getText(), map.start(repeat->name)};
+        stmt->repeatName =
+            Ident{repeat->name->getText(), map.start(repeat->name)};
       for (auto *inner : repeat->stmt())
         stmt->body.push_back(buildStmt(inner));
       // expr(0) is the count; the rest are the values the body yields.
       auto exprs = repeat->expr();
       for (size_t i = 1; i < exprs.size(); ++i)
         stmt->values.push_back(buildExpr(exprs[i]));
-    } else if (auto *assign = dynamic_cast<LoomParser::AssignStmtContext *>(ctx)) {
+    } else if (auto *assign =
+                   dynamic_cast<LoomParser::AssignStmtContext *>(ctx)) {
       stmt->kind = StmtKind::Assign;
       for (auto *id : assign->targets()->ID())
         stmt->targets.push_back(ident(id));
@@ -390,8 +464,9 @@ private:
     }
     if (auto *lit = dynamic_cast<LoomParser::FloatLitContext *>(ctx)) {
       ExprPtr expr = makeExpr(ExprKind::Float, ctx);
-      if (StringRef(lit->FLOAT()->getText()).getAsDouble(expr->floatValue,
-                                                         /*AllowInexact=*/true) ||
+      if (StringRef(lit->FLOAT()->getText())
+              .getAsDouble(expr->floatValue,
+                           /*AllowInexact=*/true) ||
           !std::isfinite(expr->floatValue))
         expr->outOfRange = true;
       return expr;
@@ -411,7 +486,12 @@ private:
       expr->text = lit->DTYPE()->getText();
       return expr;
     }
-    if (auto *call = dynamic_cast<LoomParser::CallExprContext *>(ctx)) {
+    if (auto *call = dynamic_cast<LoomParser::NameOrCallExprContext *>(ctx)) {
+      if (!call->lp) {
+        ExprPtr expr = makeExpr(ExprKind::Name, ctx);
+        expr->text = call->ID(0)->getText();
+        return expr;
+      }
       ExprPtr expr = makeExpr(ExprKind::Call, ctx);
       expr->text = call->ID(0)->getText();
       for (auto *arg : call->callArg()) {
@@ -425,11 +505,6 @@ private:
       }
       if (call->name)
         expr->callName = Ident{call->name->getText(), map.start(call->name)};
-      return expr;
-    }
-    if (auto *name = dynamic_cast<LoomParser::NameExprContext *>(ctx)) {
-      ExprPtr expr = makeExpr(ExprKind::Name, ctx);
-      expr->text = name->ID()->getText();
       return expr;
     }
     if (auto *paren = dynamic_cast<LoomParser::ParenExprContext *>(ctx))
@@ -456,7 +531,8 @@ private:
     for (auto *clause : ctx->trainClause()) {
       TrainClause c;
       c.range = map.range(clause);
-      if (auto *stage = dynamic_cast<LoomParser::StageClauseContext *>(clause)) {
+      if (auto *stage =
+              dynamic_cast<LoomParser::StageClauseContext *>(clause)) {
         c.isStage = true;
         c.key = Ident{"stage", map.start(stage->getStart())};
         c.value = buildExpr(stage->expr());
@@ -512,10 +588,12 @@ std::unique_ptr<File> loom::parseFile(llvm::SourceMgr &sourceMgr,
     antlr4::ANTLRInputStream input(text.str());
     LoomLexer lexer(&input);
     antlr4::CommonTokenStream tokens(&lexer);
-    LoomParser parser(&tokens);
     ErrorListener listener(map, onError);
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
+    // Lex everything first: syntax messages look ahead for closing brackets.
+    tokens.fill();
+    LoomParser parser(&tokens);
     parser.removeErrorListeners();
     parser.addErrorListener(&listener);
     LoomParser::FileContext *tree = parser.file();

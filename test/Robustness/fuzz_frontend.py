@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 TOKEN = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\"[^\"\n]*\"|\S")
 
@@ -88,6 +89,13 @@ def mutate(rng, seed):
 
 
 def run_one(loomc, path, timeout, extra):
+    """Returns (problem or None, seconds)."""
+    start = time.monotonic()
+    problem = check_one(loomc, path, timeout, extra)
+    return problem, time.monotonic() - start
+
+
+def check_one(loomc, path, timeout, extra):
     try:
         proc = subprocess.run([loomc, path, *extra], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=timeout)
@@ -132,18 +140,22 @@ def main():
         cases.append((path, extra))
 
     failures = []
+    slowest = (0.0, "")
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = pool.map(lambda case: (case, run_one(args.loomc, case[0], args.timeout, case[1])), cases)
-        for (path, extra), problem in results:
+        for (path, extra), (problem, seconds) in results:
             if problem:
                 failures.append((path, extra, problem))
+            slowest = max(slowest, (seconds, os.path.basename(path)))
 
     for path, extra, problem in failures:
         print("FAIL %s %s: %s" % (path, " ".join(extra), problem))
         if args.crash_dir:
             os.makedirs(args.crash_dir, exist_ok=True)
             shutil.copy(path, args.crash_dir)
+    # Timings are information only; only crashes, aborts and timeouts fail.
     print("fuzz: %d inputs, %d failures" % (len(cases), len(failures)))
+    print("fuzz: slowest input %s took %.2f s" % (slowest[1], slowest[0]))
     if not failures:
         shutil.rmtree(work)
     return 1 if failures else 0

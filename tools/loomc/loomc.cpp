@@ -46,7 +46,8 @@ static llvm::cl::opt<Emit> emitKind(
     "emit", llvm::cl::desc("What to print (default: loom)"),
     llvm::cl::init(Emit::Loom),
     llvm::cl::values(
-        clEnumValN(Emit::AST, "ast", "the syntax tree of every file, imports first"),
+        clEnumValN(Emit::AST, "ast",
+                   "the syntax tree of every file, imports first"),
         clEnumValN(Emit::Loom, "loom",
                    "the global Loom IR, verified, with user shardings"),
         clEnumValN(Emit::Params, "params",
@@ -55,13 +56,13 @@ static llvm::cl::opt<Emit> emitKind(
     llvm::cl::cat(loomCategory));
 
 static llvm::cl::opt<std::string>
-    outputFile("o", llvm::cl::desc("Write the output to <file> (default: stdout)"),
+    outputFile("o",
+               llvm::cl::desc("Write the output to <file> (default: stdout)"),
                llvm::cl::value_desc("file"), llvm::cl::init("-"),
                llvm::cl::cat(loomCategory));
 
 static llvm::cl::opt<std::string> meshOverride(
-    "mesh",
-    llvm::cl::desc("Override mesh axis sizes, e.g. --mesh dp=4,tp=2"),
+    "mesh", llvm::cl::desc("Override mesh axis sizes, e.g. --mesh dp=4,tp=2"),
     llvm::cl::value_desc("axis=size,..."), llvm::cl::cat(loomCategory));
 
 static llvm::cl::list<std::string>
@@ -72,6 +73,9 @@ static llvm::cl::list<std::string>
 /// The front end recurses over expressions; a large stack keeps long (but
 /// bounded) inputs from overflowing it.
 static constexpr unsigned kFrontendStackBytes = 256u << 20;
+
+/// Errors reported per run before loomc stops listing them.
+static constexpr unsigned kMaxErrors = 50;
 
 static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   loom::FrontendOptions options;
@@ -91,15 +95,21 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (failed(program))
     return 1;
 
+  // The output file is opened only once there is something to write, so a
+  // failed compilation leaves an existing file as it was.
   std::string errorMessage;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(outputFile, &errorMessage);
-  if (!output) {
-    llvm::errs() << "loomc: error: " << errorMessage << "\n";
-    return 1;
-  }
+  auto openOutput = [&]() -> std::unique_ptr<llvm::ToolOutputFile> {
+    std::unique_ptr<llvm::ToolOutputFile> output =
+        openOutputFile(outputFile, &errorMessage);
+    if (!output)
+      llvm::errs() << "loomc: error: " << errorMessage << "\n";
+    return output;
+  };
 
   if (emitKind == Emit::AST) {
+    std::unique_ptr<llvm::ToolOutputFile> output = openOutput();
+    if (!output)
+      return 1;
     for (const auto &file : program->files)
       loom::ast::printAST(*file, sourceMgr, output->os());
     output->keep();
@@ -122,6 +132,9 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (failed(pm.run(*module)))
     return 1;
 
+  std::unique_ptr<llvm::ToolOutputFile> output = openOutput();
+  if (!output)
+    return 1;
   if (emitKind == Emit::Params) {
     loom::printParams(*module, output->os());
   } else {
@@ -142,13 +155,13 @@ int main(int argc, char **argv) {
   // Show the MLIR options users reach for with loomc; hide the hundreds of
   // others that libLLVM and libMLIR register.
   static llvm::cl::OptionCategory mlirCategory("MLIR options");
-  auto &registered =
-      llvm::cl::getRegisteredOptions();
-  for (StringRef name :
-       {"mlir-print-debuginfo", "mlir-pretty-debuginfo", "mlir-print-ir-after-all",
-        "mlir-print-ir-before-all", "mlir-print-ir-after", "mlir-print-ir-before",
-        "mlir-print-ir-after-change", "mlir-print-local-scope",
-        "mlir-print-op-generic", "mlir-timing", "mlir-elide-elementsattrs-if-larger"})
+  auto &registered = llvm::cl::getRegisteredOptions();
+  for (StringRef name : {"mlir-print-debuginfo", "mlir-pretty-debuginfo",
+                         "mlir-print-ir-after-all", "mlir-print-ir-before-all",
+                         "mlir-print-ir-after", "mlir-print-ir-before",
+                         "mlir-print-ir-after-change", "mlir-print-local-scope",
+                         "mlir-print-op-generic", "mlir-timing",
+                         "mlir-elide-elementsattrs-if-larger"})
     if (llvm::cl::Option *option = registered.lookup(name)) {
       option->setHiddenFlag(llvm::cl::NotHidden);
       option->addCategory(mlirCategory);
@@ -167,15 +180,34 @@ int main(int argc, char **argv) {
   context.loadDialect<loom::LoomDialect, func::FuncDialect>();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler sourceMgrHandler(sourceMgr, &context);
-  // Errors inside a block body would repeat once per call; report each once.
+  // Errors inside a block body would repeat once per call: report each once.
+  // After kMaxErrors, stop: hostile input can produce thousands, each with a
+  // long source line.
   std::set<std::pair<const void *, std::string>> reported;
-  ScopedDiagnosticHandler dedupe(&context, [&](Diagnostic &diag) {
+  unsigned errorCount = 0;
+  ScopedDiagnosticHandler filter(&context, [&](Diagnostic &diag) {
     Location key = diag.getLocation();
     while (auto callSite = dyn_cast<CallSiteLoc>(key))
       key = callSite.getCallee();
     if (!reported.insert({key.getAsOpaquePointer(), diag.str()}).second)
       return success();
-    return failure(); // fall through to the source-manager handler
+    if (diag.getSeverity() == DiagnosticSeverity::Error &&
+        ++errorCount > kMaxErrors) {
+      if (errorCount == kMaxErrors + 1)
+        llvm::errs() << "loomc: error: too many errors; stopping after "
+                     << kMaxErrors << "\n";
+      return success();
+    }
+    if (isa<UnknownLoc>(diag.getLocation())) {
+      // Not tied to a source line (a command-line or file-system problem).
+      llvm::errs() << "loomc: "
+                   << (diag.getSeverity() == DiagnosticSeverity::Error
+                           ? "error: "
+                           : "note: ")
+                   << diag.str() << "\n";
+      return success();
+    }
+    return failure(); // on to the source-manager handler
   });
 
   int exitCode = 1;

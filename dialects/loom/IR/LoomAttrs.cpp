@@ -13,7 +13,6 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-
 using namespace mlir;
 using namespace loom;
 
@@ -62,8 +61,7 @@ void InitAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyInitKind(getKind());
   if (initTakesArguments(getKind()))
     printer << '(' << formatShortestDouble(getA().convertToDouble()) << ", "
-            << formatShortestDouble(getB().convertToDouble())
-            << ')';
+            << formatShortestDouble(getB().convertToDouble()) << ')';
   printer << '>';
 }
 
@@ -158,8 +156,7 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
       return {};
     std::optional<ReductionKind> parsed = symbolizeReductionKind(kindName);
     if (!parsed) {
-      parser.emitError(parser.getCurrentLocation(),
-                       "expected sum, max or min");
+      parser.emitError(parser.getCurrentLocation(), "expected sum, max or min");
       return {};
     }
     kind = *parsed;
@@ -194,10 +191,11 @@ void ShardingAttr::print(AsmPrinter &printer) const {
   printer << '>';
 }
 
-LogicalResult
-ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr, ArrayRef<DimShardingAttr> dims,
-                     ArrayRef<StringAttr> partialAxes, ReductionKind) {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr,
+                                   ArrayRef<DimShardingAttr> dims,
+                                   ArrayRef<StringAttr> partialAxes,
+                                   ReductionKind) {
   llvm::SmallDenseSet<StringAttr> seen;
   for (DimShardingAttr dim : dims)
     for (StringAttr axis : dim.getAxes())

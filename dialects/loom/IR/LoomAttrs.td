@@ -24,18 +24,14 @@ def Loom_ReductionKind : I32EnumAttr<"ReductionKind", "how partial values combin
   let cppNamespace = "::loom";
   let genSpecializedAttr = 0;
 }
-def Loom_ReductionKindAttr : EnumAttr<Loom_Dialect, Loom_ReductionKind, "reduction">;
 
+// A specialised integer enum attribute: the custom form prints `tanh`, the
+// generic form an integer, and both parse back.
 def Loom_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "GELU formula", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Tanh", 1, "tanh">]> {
   let cppNamespace = "::loom";
-  let genSpecializedAttr = 0;
-}
-def Loom_GeluApproximationAttr
-    : EnumAttr<Loom_Dialect, Loom_GeluApproximation, "gelu_approximation"> {
-  let assemblyFormat = "`` $value";
 }
 
 def Loom_InitKind : I32EnumAttr<"InitKind", "parameter initialiser", [

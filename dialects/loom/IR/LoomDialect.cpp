@@ -31,7 +31,7 @@ void LoomDialect::initialize() {
 static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr) {
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (!name || name.getValue().empty())
-    return op->emitError() << "'" << attr.getName()
+    return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be a non-empty string";
   return success();
 }
@@ -57,11 +57,12 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kModelAttrName) {
     if (!isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << kModelAttrName
-                             << "' only applies to functions";
+      return op->emitError()
+             << "'" << kModelAttrName << "' only applies to functions";
     return success();
   }
-  return op->emitError() << "unknown Loom attribute '" << attr.getName() << "'";
+  return op->emitError() << "unknown Loom attribute '"
+                         << attr.getName().getValue() << "'";
 }
 
 /// Checks the Loom attributes of one function argument or result.
@@ -76,17 +77,19 @@ static LogicalResult verifyValueAttr(Operation *op, Type type,
   }
   if (name == LoomDialect::kInitAttrName) {
     if (isResult || !isa<InitAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' must be a #loom.init on an argument";
+      return op->emitError()
+             << "'" << name << "' must be a #loom.init on an argument";
     return success();
   }
   if ((name == LoomDialect::kParamAttrName ||
-       name == LoomDialect::kInputAttrName) && !isResult)
+       name == LoomDialect::kInputAttrName) &&
+      !isResult)
     return verifyNameAttr(op, attr);
   if (name == LoomDialect::kOutputAttrName && isResult)
     return verifyNameAttr(op, attr);
-  return op->emitError() << "unknown Loom " << (isResult ? "result" : "argument")
-                         << " attribute '" << name << "'";
+  return op->emitError() << "unknown Loom "
+                         << (isResult ? "result" : "argument") << " attribute '"
+                         << name << "'";
 }
 
 LogicalResult LoomDialect::verifyRegionArgAttribute(Operation *op, unsigned,

@@ -40,7 +40,6 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kInputAttrName = "loom.input";
     static constexpr llvm::StringLiteral kOutputAttrName = "loom.output";
     static constexpr llvm::StringLiteral kModelAttrName = "loom.model";
-    static constexpr llvm::StringLiteral kStackedAttrName = "loom.stacked";
 
   private:
     void registerAttributes();

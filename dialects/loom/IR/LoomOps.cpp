@@ -45,11 +45,10 @@ static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
 static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
                           DenseI64ArrayAttr sizes) {
   printer << '[';
-  llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), printer,
-                        [&](auto axis) {
-                          printer << std::get<0>(axis) << " = "
-                                  << std::get<1>(axis);
-                        });
+  llvm::interleaveComma(
+      llvm::zip(names, sizes.asArrayRef()), printer, [&](auto axis) {
+        printer << std::get<0>(axis) << " = " << std::get<1>(axis);
+      });
   printer << ']';
 }
 
@@ -65,8 +64,8 @@ LogicalResult MeshOp::verify() {
     if (!seen.insert(axis).second)
       return emitOpError("declares axis '") << axis << "' twice";
     if (size < 1)
-      return emitOpError("axis '") << axis << "' must have a positive size, got "
-                                   << size;
+      return emitOpError("axis '")
+             << axis << "' must have a positive size, got " << size;
   }
   for (Attribute manual : getManualAxes())
     if (!getAxisSize(cast<StringAttr>(manual).getValue()))
@@ -103,8 +102,9 @@ LogicalResult
 loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
                      function_ref<InFlightDiagnostic()> emitError) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return emitError() << "sharding applies to ranked tensors, not " << type;
+  if (!tensor || !tensor.hasStaticShape())
+    return emitError() << "sharding applies to statically shaped tensors, not "
+                       << type;
   MeshOp mesh = lookupMesh(anchor, sharding.getMesh());
   if (!mesh)
     return emitError() << "sharding refers to unknown mesh "
@@ -115,9 +115,8 @@ loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
                        << " has rank " << tensor.getRank();
   for (StringAttr axis : sharding.getAllAxes())
     if (!mesh.getAxisSize(axis))
-      return emitError() << "sharding uses axis " << axis
-                         << " which mesh @" << mesh.getSymName()
-                         << " does not have";
+      return emitError() << "sharding uses axis " << axis << " which mesh @"
+                         << mesh.getSymName() << " does not have";
   for (auto [index, dim] : llvm::enumerate(sharding.getDims())) {
     int64_t devices = 1;
     for (StringAttr axis : dim.getAxes())
@@ -138,6 +137,11 @@ loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
 //===----------------------------------------------------------------------===//
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ShardOp::verify() {
+  return verifySharding(getOperation(), getSharding(), getType(),
+                        [&] { return emitOpError(); });
+}
 
 OpFoldResult ShardOp::fold(FoldAdaptor) {
   // A constraint repeating the one its operand already has is a no-op.
@@ -165,9 +169,9 @@ static RankedTensorType tensorOf(Value value) {
 }
 
 #define LOOM_BINARY_INFER(OP, NAME)                                            \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
     return push(inferElementwiseType(loc, NAME, tensorOf(adaptor.getLhs()),    \
                                      tensorOf(adaptor.getRhs())),              \
                 types);                                                        \
@@ -178,7 +182,8 @@ LOOM_BINARY_INFER(MulOp, "*")
 LOOM_BINARY_INFER(DivOp, "/")
 #undef LOOM_BINARY_INFER
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   return push(inferMatmulType(loc, tensorOf(adaptor.getLhs()),
@@ -190,21 +195,22 @@ static SmallVector<RankedTensorType> tensorsOf(ValueRange values) {
   return llvm::map_to_vector(values, tensorOf);
 }
 
-LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  return push(inferEinsumType(loc, adaptor.getSpec(),
-                              tensorsOf(adaptor.getInputs())),
-              types);
+  return push(
+      inferEinsumType(loc, adaptor.getSpec(), tensorsOf(adaptor.getInputs())),
+      types);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return push(inferNormType(loc, "layernorm", tensorOf(adaptor.getInput()),
-                            {tensorOf(adaptor.getScale()),
-                             tensorOf(adaptor.getBias())}),
+  return push(inferNormType(
+                  loc, "layernorm", tensorOf(adaptor.getInput()),
+                  {tensorOf(adaptor.getScale()), tensorOf(adaptor.getBias())}),
               types);
 }
 
@@ -218,9 +224,9 @@ LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
 }
 
 #define LOOM_REDUCE_INFER(OP, NAME)                                            \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &types) {                                          \
     return push(inferReduceType(loc, NAME, tensorOf(adaptor.getInput()),       \
                                 adaptor.getDims(), adaptor.getKeepdim()),      \
                 types);                                                        \
@@ -252,9 +258,9 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
-  FailureOr<SmallVector<Type>> pieces =
-      inferSplitTypes(loc, tensorOf(adaptor.getInput()),
-                      static_cast<int64_t>(adaptor.getDim()), adaptor.getSizes());
+  FailureOr<SmallVector<Type>> pieces = inferSplitTypes(
+      loc, tensorOf(adaptor.getInput()), static_cast<int64_t>(adaptor.getDim()),
+      adaptor.getSizes());
   if (failed(pieces))
     return failure();
   llvm::append_range(types, *pieces);
@@ -326,12 +332,13 @@ LogicalResult TrainOp::verify() {
   if (!llvm::is_contained(kOptimizers, getOptimizer()))
     return emitOpError("unknown optimizer '")
            << getOptimizer() << "', expected sgd or adamw";
-  if (getZeroStage() && (*getZeroStage() < 0 || *getZeroStage() > 3))
+  // Read as signed: the generated getters return the unsigned value.
+  if (IntegerAttr stage = getZeroStageAttr();
+      stage && (stage.getInt() < 0 || stage.getInt() > 3))
     return emitOpError("ZeRO stage must be 0, 1, 2 or 3, got ")
-           << *getZeroStage();
-  if (getMicrobatches() && *getMicrobatches() < 1)
-    return emitOpError("microbatches must be positive, got ")
-           << *getMicrobatches();
+           << stage.getInt();
+  if (IntegerAttr count = getMicrobatchesAttr(); count && count.getInt() < 1)
+    return emitOpError("microbatches must be positive, got ") << count.getInt();
   return success();
 }
 
@@ -339,8 +346,8 @@ LogicalResult TrainOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *model =
       symbolTable.lookupNearestSymbolFrom(getOperation(), getModelAttr());
   if (!model || !model->hasAttr(LoomDialect::kModelAttrName))
-    return emitOpError("refers to ") << getModelAttr()
-                                     << ", which is not a Loom model";
+    return emitOpError("refers to ")
+           << getModelAttr() << ", which is not a Loom model";
   return success();
 }
 
@@ -419,16 +426,23 @@ void RepeatOp::getSuccessorRegions(RegionBranchPoint point,
                                    SmallVectorImpl<RegionSuccessor> &regions) {
   // The count is at least one, so entering always runs the body; only the
   // carried block arguments are forwarded (the slices are not).
-  Block::BlockArgListType carriedArgs =
-      getBody().getArguments().take_front(getCarried().size());
+  // Clamped to what exists: the interface verifier runs before this op's own
+  // checks and must see a malformed op without reading out of bounds.
+  size_t numCarried = getCarried().size();
+  Block::BlockArgListType carriedArgs = getBody().getArguments().take_front(
+      std::min<size_t>(numCarried, getBody().getNumArguments()));
   regions.push_back(RegionSuccessor(&getBody(), carriedArgs));
   if (!point.isParent())
-    regions.push_back(RegionSuccessor(getOperation(), getCarriedResults()));
+    regions.push_back(RegionSuccessor(
+        getOperation(), getResults().take_front(
+                            std::min<size_t>(numCarried, getNumResults()))));
 }
 
 MutableOperandRange YieldOp::getMutableSuccessorOperands(RegionSuccessor) {
   auto repeat = cast<RepeatOp>((*this)->getParentOp());
-  return MutableOperandRange(getOperation(), 0, repeat.getCarried().size());
+  return MutableOperandRange(
+      getOperation(), 0,
+      std::min<unsigned>(repeat.getCarried().size(), getNumOperands()));
 }
 
 #define GET_OP_CLASSES

@@ -18,9 +18,11 @@ include "mlir/Interfaces/LoopLikeInterface.td"
 
 def Loom_FloatElement : AnyTypeOf<[F32, BF16, F16]>;
 def Loom_IntElement : AnyTypeOf<[I32, I64]>;
-def Loom_Tensor : RankedTensorOf<[F32, BF16, F16, I32, I64]>;
-def Loom_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
-def Loom_IntTensor : RankedTensorOf<[I32, I64]>;
+// Loom values have static shapes: shardings, divisibility and the memory
+// plan are all decided at compile time.
+def Loom_Tensor : StaticShapeTensorOf<[F32, BF16, F16, I32, I64]>;
+def Loom_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+def Loom_IntTensor : StaticShapeTensorOf<[I32, I64]>;
 
 //===----------------------------------------------------------------------===//
 // Mesh, constraints, constants
@@ -69,6 +71,7 @@ def Loom_ShardOp : Loom_Op<"shard", [Pure, SameOperandsAndResultType]> {
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = "$input `as` $sharding attr-dict `:` type($result)";
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 def Loom_ConstantOp : Loom_Op<"constant", [Pure, ConstantLike,
@@ -154,7 +157,7 @@ def Loom_GeluOp : Loom_Op<"gelu", [Pure, SameOperandsAndResultType]> {
     ```
   }];
   let arguments = (ins Loom_FloatTensor:$input,
-      DefaultValuedAttr<Loom_GeluApproximationAttr,
+      DefaultValuedAttr<Loom_GeluApproximation,
                         "GeluApproximation::None">:$approximate);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{

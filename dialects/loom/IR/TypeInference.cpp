@@ -21,9 +21,15 @@ std::string formatShortestDouble(double value) {
   char buffer[64];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
   std::string text(buffer, end);
-  if (text.find_first_of(".eEn") == std::string::npos)
-    text += ".0";
-  return text;
+  if (text.find_first_of("ni") != std::string::npos)
+    return text; // nan, inf
+  // MLIR's float syntax needs a '.' in the mantissa: 1e-20 -> 1.0e-20.
+  size_t exponent = text.find('e');
+  std::string mantissa = text.substr(0, exponent);
+  if (mantissa.find('.') == std::string::npos)
+    mantissa += ".0";
+  return exponent == std::string::npos ? mantissa
+                                       : mantissa + text.substr(exponent);
 }
 
 static std::string describeShape(ArrayRef<int64_t> shape) {
@@ -72,10 +78,9 @@ FailureOr<SmallVector<int64_t>> inferBroadcastShape(OptLoc loc, StringRef op,
     int64_t l = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
     int64_t r = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
     if (l != r && l != 1 && r != 1)
-      return emitOptionalError(loc, op, ": shapes ", describeShape(lhs), " and ",
-                               describeShape(rhs),
-                               " do not broadcast (dimension ", i, " is ", l,
-                               " vs ", r, ")");
+      return emitOptionalError(
+          loc, op, ": shapes ", describeShape(lhs), " and ", describeShape(rhs),
+          " do not broadcast (dimension ", i, " is ", l, " vs ", r, ")");
     shape[i] = l == 1 ? r : l;
   }
   return shape;
@@ -98,22 +103,22 @@ FailureOr<RankedTensorType> inferElementwiseType(OptLoc loc, StringRef op,
 FailureOr<RankedTensorType> inferMatmulType(OptLoc loc, RankedTensorType lhs,
                                             RankedTensorType rhs) {
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return emitOptionalError(loc, "matmul needs operands of rank 2 or more, got ",
-                             describeType(lhs), " @ ", describeType(rhs),
-                             "; reshape vectors to matrices first");
+    return emitOptionalError(
+        loc, "matmul needs operands of rank 2 or more, got ", describeType(lhs),
+        " @ ", describeType(rhs), "; reshape vectors to matrices first");
   int64_t k = lhs.getShape().back();
   int64_t k2 = rhs.getShape()[rhs.getRank() - 2];
   if (k != k2)
-    return emitOptionalError(loc, "matmul inner dimensions differ: ",
-                             describeType(lhs), " @ ", describeType(rhs), " (",
-                             k, " vs ", k2, ")");
+    return emitOptionalError(
+        loc, "matmul inner dimensions differ: ", describeType(lhs), " @ ",
+        describeType(rhs), " (", k, " vs ", k2, ")");
   FailureOr<Type> element = inferPromotedElementType(
       loc, "matmul", lhs.getElementType(), rhs.getElementType());
   if (failed(element))
     return failure();
-  FailureOr<SmallVector<int64_t>> batch =
-      inferBroadcastShape(loc, "matmul batch dimensions",
-                          lhs.getShape().drop_back(2), rhs.getShape().drop_back(2));
+  FailureOr<SmallVector<int64_t>> batch = inferBroadcastShape(
+      loc, "matmul batch dimensions", lhs.getShape().drop_back(2),
+      rhs.getShape().drop_back(2));
   if (failed(batch))
     return failure();
   SmallVector<int64_t> shape = *batch;
@@ -191,21 +196,19 @@ FailureOr<RankedTensorType> inferNormType(OptLoc loc, StringRef op,
                                           ArrayRef<RankedTensorType> affine) {
   for (RankedTensorType param : affine) {
     if (param.getRank() == 0 || param.getRank() > input.getRank() ||
-        param.getShape() !=
-            input.getShape().take_back(param.getRank()))
+        param.getShape() != input.getShape().take_back(param.getRank()))
       return emitOptionalError(
           loc, op, ": scale/bias ", describeType(param),
           " must match the trailing dimensions of the input ",
           describeType(input));
     if (param.getShape() != affine.front().getShape())
-      return emitOptionalError(loc, op, ": scale ", describeType(affine.front()),
-                               " and bias ", describeType(param),
-                               " have different shapes");
+      return emitOptionalError(loc, op, ": scale ",
+                               describeType(affine.front()), " and bias ",
+                               describeType(param), " have different shapes");
     Type element = param.getElementType();
     if (element != input.getElementType() && !element.isF32())
       return emitOptionalError(loc, op, ": scale/bias element type ",
-                               describeType(element),
-                               " must be the input's (",
+                               describeType(element), " must be the input's (",
                                describeType(input.getElementType()),
                                ") or f32");
   }
@@ -243,9 +246,8 @@ FailureOr<RankedTensorType> inferReduceType(OptLoc loc, StringRef op,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-FailureOr<RankedTensorType> inferTransposeType(OptLoc loc,
-                                               RankedTensorType input,
-                                               ArrayRef<int64_t> perm) {
+FailureOr<RankedTensorType>
+inferTransposeType(OptLoc loc, RankedTensorType input, ArrayRef<int64_t> perm) {
   if (static_cast<int64_t>(perm.size()) != input.getRank())
     return emitOptionalError(loc, "transpose: permutation has ", perm.size(),
                              " entries for a rank-", input.getRank(), " value");
@@ -253,19 +255,17 @@ FailureOr<RankedTensorType> inferTransposeType(OptLoc loc,
   SmallVector<int64_t> shape;
   for (int64_t p : perm) {
     if (p < 0 || p >= input.getRank() || used[p])
-      return emitOptionalError(loc, "transpose: [",
-                               describeShape(perm).substr(1),
-                               " is not a permutation of 0..",
-                               input.getRank() - 1);
+      return emitOptionalError(
+          loc, "transpose: [", describeShape(perm).substr(1),
+          " is not a permutation of 0..", input.getRank() - 1);
     used[p] = true;
     shape.push_back(input.getShape()[p]);
   }
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-FailureOr<RankedTensorType> inferConcatType(OptLoc loc,
-                                            ArrayRef<RankedTensorType> inputs,
-                                            int64_t dim) {
+FailureOr<RankedTensorType>
+inferConcatType(OptLoc loc, ArrayRef<RankedTensorType> inputs, int64_t dim) {
   if (inputs.empty())
     return emitOptionalError(loc, "concat needs at least one operand");
   RankedTensorType first = inputs.front();
@@ -289,8 +289,7 @@ FailureOr<RankedTensorType> inferConcatType(OptLoc loc,
   return RankedTensorType::get(shape, first.getElementType());
 }
 
-FailureOr<SmallVector<Type>> inferSplitTypes(OptLoc loc,
-                                             RankedTensorType input,
+FailureOr<SmallVector<Type>> inferSplitTypes(OptLoc loc, RankedTensorType input,
                                              int64_t dim,
                                              ArrayRef<int64_t> sizes) {
   if (failed(verifyDimIndex(loc, "split", dim, input.getRank())))
@@ -307,10 +306,9 @@ FailureOr<SmallVector<Type>> inferSplitTypes(OptLoc loc,
     types.push_back(RankedTensorType::get(shape, input.getElementType()));
   }
   if (total != input.getShape()[dim])
-    return emitOptionalError(loc, "split: piece sizes add up to ", total,
-                             " but dimension ", dim, " of ",
-                             describeType(input), " is ",
-                             input.getShape()[dim]);
+    return emitOptionalError(
+        loc, "split: piece sizes add up to ", total, " but dimension ", dim,
+        " of ", describeType(input), " is ", input.getShape()[dim]);
   return types;
 }
 
@@ -319,8 +317,9 @@ FailureOr<RankedTensorType> inferSliceType(OptLoc loc, RankedTensorType input,
                                            ArrayRef<int64_t> limit) {
   if (static_cast<int64_t>(start.size()) != input.getRank() ||
       static_cast<int64_t>(limit.size()) != input.getRank())
-    return emitOptionalError(loc, "slice: bounds must have one entry per "
-                                  "dimension of ",
+    return emitOptionalError(loc,
+                             "slice: bounds must have one entry per "
+                             "dimension of ",
                              describeType(input));
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < input.getRank(); ++i) {
@@ -333,8 +332,7 @@ FailureOr<RankedTensorType> inferSliceType(OptLoc loc, RankedTensorType input,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
-FailureOr<RankedTensorType> inferEmbeddingType(OptLoc loc,
-                                               RankedTensorType ids,
+FailureOr<RankedTensorType> inferEmbeddingType(OptLoc loc, RankedTensorType ids,
                                                RankedTensorType table) {
   if (!isa<IntegerType>(ids.getElementType()))
     return emitOptionalError(loc, "embedding: ids must be i32 or i64, got ",
@@ -352,28 +350,31 @@ FailureOr<RankedTensorType> inferAttentionType(OptLoc loc, RankedTensorType q,
                                                RankedTensorType v) {
   if (q.getRank() < 2 || k.getRank() != q.getRank() ||
       v.getRank() != q.getRank())
-    return emitOptionalError(loc, "attention: q, k and v must have the same "
-                                  "rank (2 or more), got ",
+    return emitOptionalError(loc,
+                             "attention: q, k and v must have the same "
+                             "rank (2 or more), got ",
                              describeType(q), ", ", describeType(k), ", ",
                              describeType(v));
   if (q.getElementType() != k.getElementType() ||
       q.getElementType() != v.getElementType())
-    return emitOptionalError(loc, "attention: q, k and v must share an element "
-                                  "type, got ",
+    return emitOptionalError(loc,
+                             "attention: q, k and v must share an element "
+                             "type, got ",
                              describeType(q), ", ", describeType(k), ", ",
                              describeType(v));
   int64_t rank = q.getRank();
   if (q.getShape().drop_back(2) != k.getShape().drop_back(2) ||
       q.getShape().drop_back(2) != v.getShape().drop_back(2))
-    return emitOptionalError(loc, "attention: batch dimensions differ: ",
-                             describeType(q), ", ", describeType(k), ", ",
-                             describeType(v));
+    return emitOptionalError(
+        loc, "attention: batch dimensions differ: ", describeType(q), ", ",
+        describeType(k), ", ", describeType(v));
   if (q.getShape()[rank - 1] != k.getShape()[rank - 1])
     return emitOptionalError(loc, "attention: q and k head dimensions differ: ",
                              describeType(q), " vs ", describeType(k));
   if (k.getShape()[rank - 2] != v.getShape()[rank - 2])
-    return emitOptionalError(loc, "attention: k and v sequence lengths "
-                                  "differ: ",
+    return emitOptionalError(loc,
+                             "attention: k and v sequence lengths "
+                             "differ: ",
                              describeType(k), " vs ", describeType(v));
   SmallVector<int64_t> shape(q.getShape());
   shape.back() = v.getShape().back();
@@ -384,19 +385,21 @@ FailureOr<RankedTensorType> inferCrossEntropyType(OptLoc loc,
                                                   RankedTensorType logits,
                                                   RankedTensorType targets) {
   if (!isa<FloatType>(logits.getElementType()) || logits.getRank() < 1)
-    return emitOptionalError(loc, "cross_entropy: logits must be a float "
-                                  "tensor [..., V], got ",
+    return emitOptionalError(loc,
+                             "cross_entropy: logits must be a float "
+                             "tensor [..., V], got ",
                              describeType(logits));
   if (!isa<IntegerType>(targets.getElementType()))
-    return emitOptionalError(loc, "cross_entropy: targets must be i32 or i64, "
-                                  "got ",
+    return emitOptionalError(loc,
+                             "cross_entropy: targets must be i32 or i64, "
+                             "got ",
                              describeType(targets));
   if (logits.getShape().drop_back() != targets.getShape())
-    return emitOptionalError(loc, "cross_entropy: targets ",
-                             describeType(targets),
-                             " must have the shape of logits ",
-                             describeType(logits), " without its last "
-                             "dimension");
+    return emitOptionalError(
+        loc, "cross_entropy: targets ", describeType(targets),
+        " must have the shape of logits ", describeType(logits),
+        " without its last "
+        "dimension");
   return RankedTensorType::get({}, Float32Type::get(logits.getContext()));
 }
 

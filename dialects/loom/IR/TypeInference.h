@@ -25,8 +25,10 @@ using OptLoc = std::optional<mlir::Location>;
 
 /// Element type of a binary op on `lhs` and `rhs`: equal types, or f32 mixed
 /// with bf16/f16 (computing in f32). Anything else is an error.
-mlir::FailureOr<mlir::Type> inferPromotedElementType(OptLoc loc, llvm::StringRef op,
-                                                     mlir::Type lhs, mlir::Type rhs);
+mlir::FailureOr<mlir::Type> inferPromotedElementType(OptLoc loc,
+                                                     llvm::StringRef op,
+                                                     mlir::Type lhs,
+                                                     mlir::Type rhs);
 /// NumPy broadcasting of two shapes.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 inferBroadcastShape(OptLoc loc, llvm::StringRef op, llvm::ArrayRef<int64_t> lhs,
@@ -36,7 +38,8 @@ mlir::FailureOr<mlir::RankedTensorType>
 inferElementwiseType(OptLoc loc, llvm::StringRef op, mlir::RankedTensorType lhs,
                      mlir::RankedTensorType rhs);
 mlir::FailureOr<mlir::RankedTensorType>
-inferMatmulType(OptLoc loc, mlir::RankedTensorType lhs, mlir::RankedTensorType rhs);
+inferMatmulType(OptLoc loc, mlir::RankedTensorType lhs,
+                mlir::RankedTensorType rhs);
 mlir::FailureOr<mlir::RankedTensorType>
 inferEinsumType(OptLoc loc, llvm::StringRef spec,
                 llvm::ArrayRef<mlir::RankedTensorType> inputs);
@@ -62,8 +65,8 @@ mlir::FailureOr<mlir::RankedTensorType>
 inferEmbeddingType(OptLoc loc, mlir::RankedTensorType ids,
                    mlir::RankedTensorType table);
 mlir::FailureOr<mlir::RankedTensorType>
-inferAttentionType(OptLoc loc, mlir::RankedTensorType q, mlir::RankedTensorType k,
-                   mlir::RankedTensorType v);
+inferAttentionType(OptLoc loc, mlir::RankedTensorType q,
+                   mlir::RankedTensorType k, mlir::RankedTensorType v);
 mlir::FailureOr<mlir::RankedTensorType>
 inferCrossEntropyType(OptLoc loc, mlir::RankedTensorType logits,
                       mlir::RankedTensorType targets);

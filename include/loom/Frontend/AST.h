@@ -35,9 +35,9 @@ struct Ident {
 /// `:dp p1`.
 struct AxisSpec {
   bool present = false;
-  std::vector<Ident> axes;      // empty with `replicated` for `_`
-  bool replicated = false;      // `_`
-  bool open = false;            // trailing `?`
+  std::vector<Ident> axes;       // empty with `replicated` for `_`
+  bool replicated = false;       // `_`
+  bool open = false;             // trailing `?`
   std::optional<Ident> priority; // `p<N>`, checked by sema
   llvm::SMLoc loc;
 };
@@ -164,8 +164,8 @@ struct StageRef {
 };
 
 struct TrainClause {
-  Ident key;                  // "stage" for stage clauses
-  ExprPtr value;              // may be null
+  Ident key;     // "stage" for stage clauses
+  ExprPtr value; // may be null
   std::optional<AxisSpec> over;
   std::vector<StageRef> stageRefs;
   bool isStage = false;

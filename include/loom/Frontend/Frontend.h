@@ -7,8 +7,8 @@
 #ifndef LOOM_FRONTEND_FRONTEND_H
 #define LOOM_FRONTEND_FRONTEND_H
 
-#include "loom/Frontend/AST.h"
 #include "dialects/loom/Transforms/Passes.h"
+#include "loom/Frontend/AST.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -42,10 +42,9 @@ mlir::FailureOr<Program> loadProgram(mlir::MLIRContext &context,
 
 /// Checks `program` and generates its Loom IR. Returns null after reporting
 /// every error found.
-mlir::OwningOpRef<mlir::ModuleOp> generateModule(mlir::MLIRContext &context,
-                                                 llvm::SourceMgr &sourceMgr,
-                                                 const Program &program,
-                                                 const FrontendOptions &options);
+mlir::OwningOpRef<mlir::ModuleOp>
+generateModule(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+               const Program &program, const FrontendOptions &options);
 
 /// The FileLineColLoc of `loc` (UnknownLoc when `loc` is invalid).
 mlir::Location toLocation(mlir::MLIRContext &context,

@@ -62,6 +62,16 @@ func.func @init(%a: tensor<4xf32> {loom.init = #loom.init<normal(0.0, 0.02)>},
   return
 }
 
+// Numbers whose shortest form has an exponent keep a '.' in the mantissa,
+// which MLIR's float syntax needs to parse them back.
+// CHECK-LABEL: func.func @init_exponent(
+// CHECK-SAME:      loom.init = #loom.init<normal(0.0, 1.0e-20)>
+// CHECK-SAME:      loom.init = #loom.init<uniform(-1.0e+30, 2.5e+07)>
+func.func @init_exponent(%a: tensor<4xf32> {loom.init = #loom.init<normal(0.0, 1.0e-20)>},
+                         %b: tensor<4xf32> {loom.init = #loom.init<uniform(-1.0e30, 2.5e+7)>}) {
+  return
+}
+
 // Everything a model function carries. Attribute dictionaries print sorted.
 // CHECK-LABEL: func.func @Model(
 // CHECK-SAME:      %{{[^:]*}}: tensor<8x16xf32> {loom.input = "x", loom.sharding = #loom.sharding<@mesh, [{"dp"}, {?}]>},

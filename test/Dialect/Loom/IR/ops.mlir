@@ -1,8 +1,8 @@
 // RUN: loom-opt %s | loom-opt | FileCheck %s
 // RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
+// RUN: loom-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
 
 // Round trip of every Loom op through the custom and the generic form.
-// loom.gelu lives in gelu.mlir: its generic form does not parse back yet.
 
 // CHECK: loom.mesh @mesh ["dp" = 2, "tp" = 4]{{$}}
 loom.mesh @mesh ["dp" = 2, "tp" = 4]
@@ -70,6 +70,27 @@ func.func @unary(%x: tensor<4x8xbf16>, %i: tensor<4xi64>) {
   return
 }
 
+// `approximate none` is the default and is not printed; in the generic form
+// the approximation is an integer (0 or 1).
+// CHECK-LABEL: func.func @gelu(
+// CHECK-SAME:      %[[X:.*]]: tensor<4x8xf16>)
+// CHECK-NEXT:    loom.gelu %[[X]] : tensor<4x8xf16>
+// CHECK-NEXT:    loom.gelu %[[X]] : tensor<4x8xf16>
+// CHECK-NEXT:    loom.gelu %[[X]] approximate tanh : tensor<4x8xf16>
+// CHECK-NEXT:    loom.gelu %[[X]] approximate tanh : tensor<4x8xf16>
+// CHECK-NEXT:    return
+// GENERIC-LABEL: sym_name = "gelu"
+// GENERIC-COUNT-2: "loom.gelu"(%{{.*}}) <{approximate = 0 : i32}>
+// GENERIC-COUNT-2: "loom.gelu"(%{{.*}}) <{approximate = 1 : i32}>
+// GENERIC-NOT:   "loom.gelu"
+func.func @gelu(%x: tensor<4x8xf16>) {
+  %0 = loom.gelu %x : tensor<4x8xf16>
+  %1 = loom.gelu %x approximate none : tensor<4x8xf16>
+  %2 = loom.gelu %x approximate tanh : tensor<4x8xf16>
+  %3 = "loom.gelu"(%x) <{approximate = 1 : i32}> : (tensor<4x8xf16>) -> tensor<4x8xf16>
+  return
+}
+
 // CHECK-LABEL: func.func @cast(
 // CHECK-SAME:      %[[X:.*]]: tensor<4x8xf32>)
 // CHECK:         loom.cast %[[X]] : tensor<4x8xf32> -> tensor<4x8xbf16>
@@ -127,15 +148,17 @@ func.func @norms(%x: tensor<2x4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xbf16>) 
 // CHECK:         loom.sum %[[I]] dims = [0, 1] keepdim : tensor<4x8xi32> -> tensor<1x1xi32>
 // CHECK:         loom.mean %[[X]] dims = [0, 2] : tensor<2x4x8xf32> -> tensor<4xf32>
 // CHECK:         loom.mean %[[X]] dims = [2] keepdim : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
-// CHECK:         loom.max %[[X]] dims = [] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+// CHECK:         loom.max %[[X]] dims = [0] : tensor<2x4x8xf32> -> tensor<4x8xf32>
 // CHECK:         loom.max %[[I]] dims = [1] keepdim : tensor<4x8xi32> -> tensor<4x1xi32>
+// CHECK:         loom.sum %[[X]] dims = [] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
 func.func @reduce(%x: tensor<2x4x8xf32>, %i: tensor<4x8xi32>) {
   %0 = loom.sum %x dims = [1] : tensor<2x4x8xf32> -> tensor<2x8xf32>
   %1 = loom.sum %i dims = [0, 1] keepdim : tensor<4x8xi32> -> tensor<1x1xi32>
   %2 = loom.mean %x dims = [0, 2] : tensor<2x4x8xf32> -> tensor<4xf32>
   %3 = loom.mean %x dims = [2] keepdim : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
-  %4 = loom.max %x dims = [] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %4 = loom.max %x dims = [0] : tensor<2x4x8xf32> -> tensor<4x8xf32>
   %5 = loom.max %i dims = [1] keepdim : tensor<4x8xi32> -> tensor<4x1xi32>
+  %6 = loom.sum %x dims = [] : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   return
 }
 
