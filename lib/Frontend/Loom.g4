@@ -60,13 +60,14 @@ primary
   | STRING                                            # stringLit
   | (TRUE | FALSE)                                    # boolLit
   | DTYPE                                             # dtypeLit
-  // One alternative for names and calls, so that a call missing its ')' is
-  // reported where the ')' should be, not at the '('.
-  | ID (lp='(' (callArg (',' callArg)*)? ')' (AS name=ID)?)? # nameOrCallExpr
+  | ID (args=callArgs (AS name=ID)?)?                  # nameOrCallExpr
   | '(' expr ')'                                      # parenExpr
   | '(' expr ',' (expr (',' expr)*)? ')'              # tupleExpr
   | '[' (dim (',' dim)*)? ']'                         # listExpr
   ;
+// Its own rule so that, when a call's arguments do not parse, the parser can
+// re-read them from the '(' and point at the real mistake.
+callArgs : '(' (callArg (',' callArg)*)? ')' ;
 callArg : (ID '=')? expr ;
 
 trainDecl : TRAIN ID '{' (trainClause (',' | ';')?)* '}' ;

@@ -667,7 +667,10 @@ void Generator::checkSignatureNames(const BlockDecl &block) {
   }
   llvm::StringMap<SMLoc> results;
   for (auto [index, result] : llvm::enumerate(block.results)) {
-    // Unnamed model outputs are called output_<k>.
+    // Unnamed model outputs are called output_<k>; block results are named
+    // for documentation only.
+    if (!block.isModel && !result.name)
+      continue;
     std::string name =
         result.name ? result.name->name : "output_" + std::to_string(index);
     SMLoc loc = result.name ? result.name->loc : result.type.range.Start;
@@ -1143,7 +1146,7 @@ Value Generator::materializeParam(RepeatContext *repeat, RankedTensorType type,
   int64_t elements;
   if (llvm::MulOverflow(type.getNumElements(), repeat->count, elements) ||
       elements > kMaxElements) {
-    error(at) << "stacked over " << repeat->count
+    error(at) << "stacked over its repeat's " << repeat->count
               << " layers, this parameter has more than 2^48 elements";
     return {};
   }
@@ -2350,7 +2353,15 @@ void Generator::generateTrain(const TrainDecl &train) {
     SmallVector<Attribute> axes;
     for (const Ident &axis : spec.axes) {
       if (!mesh || !mesh.getAxisSize(axis.name)) {
-        error(axis.loc) << "unknown mesh axis '" << axis.name << "'";
+        std::string known;
+        if (mesh)
+          for (Attribute name : mesh.getAxisNames())
+            known += (known.empty() ? "" : ", ") +
+                     cast<StringAttr>(name).getValue().str();
+        InFlightDiagnostic diag = error(axis.loc)
+                                  << "unknown mesh axis '" << axis.name << "'";
+        if (!known.empty())
+          diag << "; mesh '" << mesh.getSymName() << "' has " << known;
         return std::nullopt;
       }
       axes.push_back(builder.getStringAttr(axis.name));
@@ -2538,7 +2549,8 @@ void Generator::generateTrain(const TrainDecl &train) {
       balancedClause = &clause;
       stages.push_back(builder.getStringAttr("balanced"));
     } else { // stage N: [refs]
-      stageClause = &clause;
+      if (!stageClause)
+        stageClause = &clause;
       std::optional<int64_t> index =
           evalConstInt(*clause.value, "a stage index");
       if (!index)

@@ -26,6 +26,7 @@
 
 using namespace loom;
 using namespace loom::ast;
+using llvm::SmallVector;
 using llvm::SMLoc;
 using llvm::SMRange;
 using llvm::StringRef;
@@ -46,13 +47,32 @@ const char *findInvalidUTF8(StringRef text) {
   return nullptr;
 }
 
-/// Bounds bracket nesting and runs of prefix '-' so that the recursive-descent
-/// parser never recurses deeper than a fixed bound; also finds unterminated
-/// block comments, which the lexer would report as a stray '/'.
-bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
-  unsigned depth = 0, minusRun = 0;
+/// "3:14": the 1-based line and column of `at` in `text`.
+std::string lineColumn(StringRef text, const char *at) {
+  StringRef before = text.take_front(at - text.data());
+  size_t lineStart = before.rfind('\n');
+  size_t column = lineStart == StringRef::npos ? before.size() + 1
+                                               : before.size() - lineStart;
+  return std::to_string(before.count('\n') + 1) + ":" + std::to_string(column);
+}
+
+/// The first bracket that does not match, with its message.
+using BracketError = std::optional<std::pair<SMLoc, std::string>>;
+
+/// Checks what ANTLR handles badly, before it runs: brackets nested deeper
+/// than kMaxNestingDepth (ANTLR recurses per level), long runs of prefix '-',
+/// and unterminated block comments (which the lexer would report as a stray
+/// '/') and strings; these stop parsing. Also finds the first unmatched
+/// bracket, which the caller reports in place of ANTLR's messages, should
+/// parsing fail.
+bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
+                    BracketError &bracketError) {
+  SmallVector<const char *, 32> open;
+  unsigned minusRun = 0;
+  auto closerOf = [](char c) { return c == '(' ? ')' : c == '[' ? ']' : '}'; };
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
+    const char *at = text.data() + i;
     if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
       size_t end = text.find_first_of("\r\n", i);
       i = end == StringRef::npos ? text.size() : end;
@@ -61,7 +81,7 @@ bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
     if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
       size_t end = text.find("*/", i + 2);
       if (end == StringRef::npos) {
-        onError(SMLoc::getFromPointer(text.data() + i),
+        onError(SMLoc::getFromPointer(at),
                 "unterminated block comment: '/*' without '*/'");
         return false;
       }
@@ -75,6 +95,10 @@ bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
           ++j;
         ++j;
       }
+      if (j >= text.size() || text[j] != '"') {
+        onError(SMLoc::getFromPointer(at), "unterminated string literal");
+        return false;
+      }
       i = j;
       continue;
     }
@@ -82,7 +106,7 @@ bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
       continue;
     if (c == '-') {
       if (++minusRun > kMaxNestingDepth) {
-        onError(SMLoc::getFromPointer(text.data() + i),
+        onError(SMLoc::getFromPointer(at),
                 "more than " + std::to_string(kMaxNestingDepth) +
                     " consecutive '-' operators");
         return false;
@@ -91,16 +115,36 @@ bool checkNesting(StringRef text, const SyntaxErrorHandler &onError) {
     }
     minusRun = 0;
     if (c == '(' || c == '[' || c == '{') {
-      if (++depth > kMaxNestingDepth) {
-        onError(SMLoc::getFromPointer(text.data() + i),
+      open.push_back(at);
+      if (open.size() > kMaxNestingDepth) {
+        onError(SMLoc::getFromPointer(at),
                 "brackets nest deeper than " +
                     std::to_string(kMaxNestingDepth) + " levels");
         return false;
       }
-    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
-      --depth;
+    } else if ((c == ')' || c == ']' || c == '}') && !bracketError) {
+      if (open.empty()) {
+        bracketError.emplace(SMLoc::getFromPointer(at),
+                             std::string("unmatched '") + c + "'");
+        continue;
+      }
+      char expected = closerOf(*open.back());
+      if (c != expected) {
+        bracketError.emplace(SMLoc::getFromPointer(at),
+                             std::string("'") + c + "' does not close the '" +
+                                 *open.back() + "' at " +
+                                 lineColumn(text, open.back()) +
+                                 "; expected '" + expected + "'");
+        continue;
+      }
+      open.pop_back();
     }
   }
+  if (!open.empty() && !bracketError)
+    bracketError.emplace(SMLoc::getFromPointer(open.back()),
+                         std::string("'") + *open.back() +
+                             "' is never closed; expected '" +
+                             closerOf(*open.back()) + "'");
   return true;
 }
 
@@ -160,9 +204,9 @@ public:
       onError(SMLoc(), msg);
       return;
     }
-    if (std::optional<std::string> unclosed =
-            findUnclosed(recognizer, offending)) {
-      onError(map.start(offending), *unclosed);
+    if (std::optional<std::pair<antlr4::Token *, std::string>> inner =
+            diagnoseCallArguments(recognizer, offending)) {
+      onError(map.start(inner->first), inner->second);
       return;
     }
     onError(map.start(offending), describe(offending, msg));
@@ -202,29 +246,54 @@ private:
     return out;
   }
 
-  /// An opening bracket that is never closed derails the parser far from the
-  /// mistake; name the bracket instead.
-  static std::optional<std::string> findUnclosed(antlr4::Recognizer *recognizer,
-                                                 antlr4::Token *offending) {
+  /// When a call's arguments do not parse, ANTLR's prediction gives up at the
+  /// call's '('. Re-read them alone from that '(' to find the real mistake.
+  std::optional<std::pair<antlr4::Token *, std::string>>
+  diagnoseCallArguments(antlr4::Recognizer *recognizer,
+                        antlr4::Token *offending) {
     auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
-    std::string open = offending->getText();
-    if (!parser || (open != "(" && open != "[" && open != "{"))
+    if (!parser || offending->getText() != "(" ||
+        offending->getTokenIndex() == 0)
       return std::nullopt;
-    char close = open == "(" ? ')' : open == "[" ? ']' : '}';
     antlr4::TokenStream *tokens = parser->getTokenStream();
-    int depth = 0;
-    for (size_t i = offending->getTokenIndex();; ++i) {
-      antlr4::Token *token = tokens->get(i);
-      if (token->getType() == antlr4::Token::EOF)
+    if (tokens->get(offending->getTokenIndex() - 1)->getType() != LoomLexer::ID)
+      return std::nullopt;
+    std::vector<std::unique_ptr<antlr4::Token>> copies;
+    for (size_t i = offending->getTokenIndex(); i < tokens->size(); ++i) {
+      copies.push_back(std::make_unique<antlr4::CommonToken>(tokens->get(i)));
+      if (tokens->get(i)->getType() == antlr4::Token::EOF)
         break;
-      std::string text = token->getText();
-      if (text == open)
-        ++depth;
-      else if (text.size() == 1 && text[0] == close && --depth == 0)
-        return std::nullopt;
     }
-    return "'" + open + "' is never closed; expected '" +
-           std::string(1, close) + "'";
+    antlr4::ListTokenSource source(std::move(copies));
+    antlr4::CommonTokenStream subTokens(&source);
+    LoomParser sub(&subTokens);
+    struct FirstError : antlr4::BaseErrorListener {
+      antlr4::Token *token = nullptr;
+      std::string message;
+      void syntaxError(antlr4::Recognizer *, antlr4::Token *at, size_t, size_t,
+                       const std::string &msg, std::exception_ptr) override {
+        if (!token && at) {
+          token = at;
+          message = msg;
+        }
+      }
+    } first;
+    sub.removeErrorListeners();
+    sub.addErrorListener(&first);
+    sub.callArgs();
+    if (!first.token || first.token->getText() == "(")
+      return std::nullopt;
+    // Map the copy back to the original token by its position in the file.
+    antlr4::Token *original = nullptr;
+    for (size_t i = offending->getTokenIndex(); i < tokens->size(); ++i)
+      if (tokens->get(i)->getStartIndex() == first.token->getStartIndex() &&
+          tokens->get(i)->getType() == first.token->getType()) {
+        original = tokens->get(i);
+        break;
+      }
+    if (!original)
+      return std::nullopt;
+    return std::make_pair(original, describe(original, first.message));
   }
 
   static std::string quote(const std::string &text) {
@@ -487,14 +556,14 @@ private:
       return expr;
     }
     if (auto *call = dynamic_cast<LoomParser::NameOrCallExprContext *>(ctx)) {
-      if (!call->lp) {
+      if (!call->args) {
         ExprPtr expr = makeExpr(ExprKind::Name, ctx);
         expr->text = call->ID(0)->getText();
         return expr;
       }
       ExprPtr expr = makeExpr(ExprKind::Call, ctx);
       expr->text = call->ID(0)->getText();
-      for (auto *arg : call->callArg()) {
+      for (auto *arg : call->args->callArg()) {
         Ident name;
         if (arg->ID())
           name = ident(arg->ID());
@@ -581,24 +650,41 @@ std::unique_ptr<File> loom::parseFile(llvm::SourceMgr &sourceMgr,
                 "; Loom source files must be UTF-8");
     return nullptr;
   }
-  if (!checkNesting(text, onError))
+  BracketError bracketError;
+  if (!checkStructure(text, onError, bracketError))
     return nullptr;
+  // Syntax errors are collected first: when brackets do not match, that is
+  // the one error worth reading, and ANTLR's would only echo it.
+  std::vector<std::pair<SMLoc, std::string>> syntaxErrors;
+  SyntaxErrorHandler collect = [&](SMLoc loc, const std::string &message) {
+    syntaxErrors.emplace_back(loc, message);
+  };
+  auto reportSyntaxErrors = [&] {
+    if (bracketError) {
+      onError(bracketError->first, bracketError->second);
+      return;
+    }
+    for (auto &[loc, message] : syntaxErrors)
+      onError(loc, message);
+  };
   try {
     SourceMap map(text);
     antlr4::ANTLRInputStream input(text.str());
     LoomLexer lexer(&input);
     antlr4::CommonTokenStream tokens(&lexer);
-    ErrorListener listener(map, onError);
+    ErrorListener listener(map, collect);
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
-    // Lex everything first: syntax messages look ahead for closing brackets.
+    // Lex everything first: syntax messages may re-read later tokens.
     tokens.fill();
     LoomParser parser(&tokens);
     parser.removeErrorListeners();
     parser.addErrorListener(&listener);
     LoomParser::FileContext *tree = parser.file();
-    if (listener.getCount() > 0)
+    if (listener.getCount() > 0) {
+      reportSyntaxErrors();
       return nullptr;
+    }
     auto file = std::make_unique<File>();
     file->path = buffer->getBufferIdentifier().str();
     file->bufferId = bufferId;

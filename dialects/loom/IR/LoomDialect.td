@@ -15,7 +15,7 @@ def Loom_Dialect : Dialect {
   let summary = "Global tensor programs with device meshes and shardings";
   let description = [{
     The Loom dialect holds one global (unpartitioned) tensor program per
-    model. Types are plain ranked tensors with global shapes; how a value is
+    model. Types are static-shape tensors with global shapes; how a value is
     laid out over the devices of a mesh is a `#loom.sharding` attribute on
     the value's defining op (`loom.sharding`, one entry per result) or on the
     function argument/result (`loom.sharding`). Compute ops are pure and have

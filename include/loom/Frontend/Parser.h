@@ -23,7 +23,8 @@ using SyntaxErrorHandler =
 constexpr unsigned kMaxNestingDepth = 256;
 
 /// Parses buffer `bufferId` of `sourceMgr`. Before parsing, rejects invalid
-/// UTF-8 at the first bad byte and nesting deeper than kMaxNestingDepth.
+/// UTF-8 at the first bad byte, unmatched brackets, and nesting deeper than
+/// kMaxNestingDepth.
 /// Returns null after reporting at least one error. Never throws.
 std::unique_ptr<ast::File> parseFile(llvm::SourceMgr &sourceMgr,
                                      unsigned bufferId,
