@@ -355,7 +355,9 @@ LogicalResult TrainOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // RepeatOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult RepeatOp::verifyRegions() {
+LogicalResult RepeatOp::verify() {
+  // A plain verifier, not a region verifier: it runs before the region-branch
+  // interface checks, so a count mismatch is reported in these words.
   int64_t count = static_cast<int64_t>(getCount());
   if (count < 1)
     return emitOpError("count must be positive, got ") << count;

@@ -484,7 +484,7 @@ def Loom_RepeatOp : Loom_Op<"repeat", [
     (`stacked` `(` $stacked^ `:` type($stacked) `)`)?
     (`->` type($results)^)? attr-dict-with-keyword $body
   }];
-  let hasRegionVerifier = 1;
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Results that carry the loop state (the rest are stacked outputs).
     mlir::ResultRange getCarriedResults() {
