@@ -62,13 +62,14 @@ using BracketError = std::optional<std::pair<SMLoc, std::string>>;
 /// Checks what ANTLR handles badly, before it runs: brackets nested deeper
 /// than kMaxNestingDepth (ANTLR recurses per level), long runs of prefix '-',
 /// and unterminated block comments (which the lexer would report as a stray
-/// '/') and strings; these stop parsing. Also finds the first unmatched
+/// '/'); these stop parsing. Also finds the first unmatched
 /// bracket, which the caller reports in place of ANTLR's messages, should
 /// parsing fail.
 bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
                     BracketError &bracketError) {
   SmallVector<const char *, 32> open;
   unsigned minusRun = 0;
+  bool matchBrackets = true;
   auto closerOf = [](char c) { return c == '(' ? ')' : c == '[' ? ']' : '}'; };
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -95,10 +96,10 @@ bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
           ++j;
         ++j;
       }
-      if (j >= text.size() || text[j] != '"') {
-        onError(SMLoc::getFromPointer(at), "unterminated string literal");
-        return false;
-      }
+      // The lexer reports an unterminated string; past it, brackets can no
+      // longer be matched reliably.
+      if (j >= text.size() || text[j] != '"')
+        matchBrackets = false;
       i = j;
       continue;
     }
@@ -122,7 +123,8 @@ bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
                     std::to_string(kMaxNestingDepth) + " levels");
         return false;
       }
-    } else if ((c == ')' || c == ']' || c == '}') && !bracketError) {
+    } else if ((c == ')' || c == ']' || c == '}') && !bracketError &&
+               matchBrackets) {
       if (open.empty()) {
         bracketError.emplace(SMLoc::getFromPointer(at),
                              std::string("unmatched '") + c + "'");
@@ -140,7 +142,7 @@ bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
       open.pop_back();
     }
   }
-  if (!open.empty() && !bracketError)
+  if (!open.empty() && !bracketError && matchBrackets)
     bracketError.emplace(SMLoc::getFromPointer(open.back()),
                          std::string("'") + *open.back() +
                              "' is never closed; expected '" +
