@@ -9,6 +9,7 @@
 
 #include "dialects/loom/IR/LoomAttrs.h"
 #include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/ShardingRule.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -18,6 +19,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/loom/IR/LoomInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/loom/IR/LoomOps.h.inc"

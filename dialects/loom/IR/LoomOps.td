@@ -9,6 +9,7 @@
 
 include "LoomDialect.td"
 include "LoomAttrs.td"
+include "LoomInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -74,7 +75,7 @@ def Loom_ShardOp : Loom_Op<"shard", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Loom_ConstantOp : Loom_Op<"constant", [Pure, ConstantLike,
+def Loom_ConstantOp : Loom_Op<"constant", [Pure, ConstantLike, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>,
     AllTypesMatch<["value", "result"]>]> {
   let summary = "Tensor constant";
   let description = [{
@@ -96,7 +97,7 @@ def Loom_ConstantOp : Loom_Op<"constant", [Pure, ConstantLike,
 //===----------------------------------------------------------------------===//
 
 class Loom_BinaryOp<string mnemonic, string formula>
-    : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Elementwise " # mnemonic # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` elementwise. Shapes broadcast as in NumPy
@@ -121,7 +122,7 @@ def Loom_MulOp : Loom_BinaryOp<"mul", "lhs * rhs">;
 def Loom_DivOp : Loom_BinaryOp<"div", "lhs / rhs">;
 
 class Loom_UnaryOp<string mnemonic, string formula, Type operandType = Loom_FloatTensor>
-    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Loom_Op<mnemonic, [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Elementwise " # mnemonic;
   let description = [{
     Computes `}] # formula # [{` elementwise (in f32 for bf16/f16 inputs,
@@ -146,7 +147,7 @@ def Loom_SqrtOp : Loom_UnaryOp<"sqrt", "sqrt(x)">;
 def Loom_RsqrtOp : Loom_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Loom_NegOp : Loom_UnaryOp<"neg", "-x", Loom_Tensor>;
 
-def Loom_GeluOp : Loom_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Loom_GeluOp : Loom_Op<"gelu", [Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `none`: x * 0.5 * (1 + erf(x / sqrt(2))). `tanh`: x * 0.5 * (1 +
@@ -165,7 +166,7 @@ def Loom_GeluOp : Loom_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   }];
 }
 
-def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Element type conversion";
   let description = [{
     Float to float rounds to nearest even; float to integer truncates toward
@@ -184,7 +185,7 @@ def Loom_CastOp : Loom_Op<"cast", [Pure, SameOperandsAndResultShape]> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Batched matrix product";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; leading (batch) dimensions
@@ -202,7 +203,7 @@ def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_EinsumOp : Loom_Op<"einsum", [Pure, InferTypeOpAdaptor]> {
+def Loom_EinsumOp : Loom_Op<"einsum", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Einstein summation over one or two operands";
   let description = [{
     `spec` is `"in0,in1->out"` with one lower-case letter per dimension; a
@@ -223,7 +224,8 @@ def Loom_EinsumOp : Loom_Op<"einsum", [Pure, InferTypeOpAdaptor]> {
 // Normalisations and reductions
 //===----------------------------------------------------------------------===//
 
-def Loom_SoftmaxOp : Loom_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Loom_SoftmaxOp : Loom_Op<"softmax", [Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Softmax along one dimension";
   let description = [{
     `exp(x - max(x)) / sum(exp(x - max(x)))` along `dim`, computed in f32.
@@ -238,7 +240,8 @@ def Loom_SoftmaxOp : Loom_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def Loom_LayerNormOp : Loom_Op<"layernorm", [Pure, InferTypeOpAdaptor]> {
+def Loom_LayerNormOp : Loom_Op<"layernorm", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Layer normalisation over the trailing dimensions";
   let description = [{
     Normalises over the trailing `rank(scale)` dimensions:
@@ -259,7 +262,8 @@ def Loom_LayerNormOp : Loom_Op<"layernorm", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_RMSNormOp : Loom_Op<"rmsnorm", [Pure, InferTypeOpAdaptor]> {
+def Loom_RMSNormOp : Loom_Op<"rmsnorm", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Root-mean-square normalisation over the trailing dimensions";
   let description = [{
     `x / sqrt(mean(x^2) + eps) * scale` over the trailing `rank(scale)`
@@ -279,7 +283,7 @@ def Loom_RMSNormOp : Loom_Op<"rmsnorm", [Pure, InferTypeOpAdaptor]> {
 }
 
 class Loom_ReduceOp<string mnemonic, string what, Type operandType>
-    : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = what # " over dimensions";
   let description = [{
     Reduces over `dims` (sorted, distinct); with `keepdim` the reduced
@@ -307,7 +311,7 @@ def Loom_MaxOp : Loom_ReduceOp<"max", "Maximum", Loom_Tensor>;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Loom_ReshapeOp : Loom_Op<"reshape", [Pure]> {
+def Loom_ReshapeOp : Loom_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Row-major reshape";
   let description = [{
     Reinterprets the elements in row-major order with a new shape of the same
@@ -323,7 +327,8 @@ def Loom_ReshapeOp : Loom_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Loom_TransposeOp : Loom_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Loom_TransposeOp : Loom_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Dimension permutation";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -339,7 +344,7 @@ def Loom_TransposeOp : Loom_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_ConcatOp : Loom_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Loom_ConcatOp : Loom_Op<"concat", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Concatenation along one dimension";
   let description = [{
     ```mlir
@@ -353,7 +358,7 @@ def Loom_ConcatOp : Loom_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_SplitOp : Loom_Op<"split", [Pure, InferTypeOpAdaptor]> {
+def Loom_SplitOp : Loom_Op<"split", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Split into consecutive pieces along one dimension";
   let description = [{
     ```mlir
@@ -369,7 +374,7 @@ def Loom_SplitOp : Loom_Op<"split", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_SliceOp : Loom_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Loom_SliceOp : Loom_Op<"slice", [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Contiguous slice";
   let description = [{
     Takes `[start[i], limit[i])` of every dimension `i`.
@@ -390,7 +395,8 @@ def Loom_SliceOp : Loom_Op<"slice", [Pure, InferTypeOpAdaptor]> {
 // Model-level ops
 //===----------------------------------------------------------------------===//
 
-def Loom_EmbeddingOp : Loom_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Loom_EmbeddingOp : Loom_Op<"embedding", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Table lookup";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`. An id outside `[0, V)` yields
@@ -407,7 +413,8 @@ def Loom_EmbeddingOp : Loom_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_AttentionOp : Loom_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+def Loom_AttentionOp : Loom_Op<"attention", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Scaled dot-product attention";
   let description = [{
     `softmax(q k^T * scale + mask) v` over `[..., S, E]` operands, with
@@ -428,7 +435,8 @@ def Loom_AttentionOp : Loom_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Mean softmax cross-entropy over all tokens";
   let description = [{
     `mean over all (global) positions of logsumexp(logits) - logits[target]`,

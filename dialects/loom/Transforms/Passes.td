@@ -32,4 +32,23 @@ def LoomResizeMesh : Pass<"loom-resize-mesh", "mlir::ModuleOp"> {
   let dependentDialects = ["loom::LoomDialect"];
 }
 
+def LoomPrintShardingRules : Pass<"loom-print-sharding-rules"> {
+  let summary = "Report every op's sharding rule as a remark";
+  let description = [{
+    For each op that implements `ShardingRuleOpInterface`, checks the rule
+    against the op's types and emits it as a remark, so tests (and users)
+    can see how each op may be sharded. Factors print as letters; a
+    dimension lists its factors major to minor (`a.b`), `1` has none.
+
+    ```mlir
+    // loom-opt --loom-print-sharding-rules
+    %y = loom.matmul %x, %w : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+    // remark: sharding rule ([a, b], [b, c]) -> ([a, c]) {a=8, b=16 linear, c=32}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRules", "rules", "Number of sharding rules reported">,
+  ];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES_TD
