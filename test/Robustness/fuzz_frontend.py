@@ -101,6 +101,8 @@ def check_one(loomc, path, timeout, extra):
                               stderr=subprocess.PIPE, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout after %d s" % timeout
+    except OSError as error:
+        return "could not run loomc: %s" % error
     if proc.returncode < 0:
         return "killed by signal %d" % -proc.returncode
     if proc.returncode not in (0, 1):

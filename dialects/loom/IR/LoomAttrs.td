@@ -22,7 +22,6 @@ def Loom_ReductionKind : I32EnumAttr<"ReductionKind", "how partial values combin
     I32EnumAttrCase<"Max", 1, "max">,
     I32EnumAttrCase<"Min", 2, "min">]> {
   let cppNamespace = "::loom";
-  let genSpecializedAttr = 0;
 }
 
 // A specialised integer enum attribute: the custom form prints `tanh`, the

@@ -20,6 +20,7 @@ using namespace loom;
 
 void LoomDialect::initialize() {
   registerAttributes();
+  registerTypes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/loom/IR/LoomOps.cpp.inc"

@@ -29,6 +29,7 @@ def Loom_Dialect : Dialect {
     ```
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
@@ -43,6 +44,7 @@ def Loom_Dialect : Dialect {
 
   private:
     void registerAttributes();
+    void registerTypes();
   public:
   }];
 }

@@ -26,4 +26,35 @@ def Loom_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def Loom_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
+  let cppNamespace = "::loom";
+  let description = [{
+    A collective over some axes of a mesh, on per-device (local) tensors.
+    Says which mesh and axes it runs over, how it reduces (if it does), and
+    how many bytes each rank sends, by DESIGN.md's formulas with S measured
+    within the axis group: all-reduce 2(n-1)/n S (S the per-rank buffer),
+    all-gather (n-1)/n S (S the gathered output), reduce-scatter (n-1)/n S
+    (S the input), all-to-all (n-1)/n S (S the per-rank buffer), broadcast,
+    send, recv and collective-permute S, all-slice 0.
+  }];
+  let methods = [
+    InterfaceMethod<"The mesh the collective runs on.",
+      "::mlir::FlatSymbolRefAttr", "getMeshRef", (ins),
+      [{ return $_op.getMeshAttr(); }]>,
+    InterfaceMethod<"The mesh axes of its groups, major to minor.",
+      "::llvm::SmallVector<::llvm::StringRef>", "getGroupAxes", (ins),
+      [{
+        return llvm::to_vector(
+            $_op.getAxes().template getAsValueRange<::mlir::StringAttr>());
+      }]>,
+    InterfaceMethod<"How it reduces, for reducing collectives.",
+      "std::optional<::loom::ReductionKind>", "getReductionKind", (ins),
+      /*methodBody=*/[{}], /*defaultImplementation=*/[{ return std::nullopt; }]>,
+    InterfaceMethod<[{
+        Bytes each rank sends, given the number of ranks n in a group.
+      }],
+      "double", "getBytesPerRank", (ins "int64_t":$groupSize)>,
+  ];
+}
+
 #endif // LOOM_INTERFACES_TD

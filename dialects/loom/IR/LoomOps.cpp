@@ -441,7 +441,9 @@ void RepeatOp::getSuccessorRegions(RegionBranchPoint point,
 }
 
 MutableOperandRange YieldOp::getMutableSuccessorOperands(RegionSuccessor) {
-  auto repeat = cast<RepeatOp>((*this)->getParentOp());
+  auto repeat = dyn_cast<RepeatOp>((*this)->getParentOp());
+  if (!repeat) // loom.start: the collective's value
+    return MutableOperandRange(getOperation());
   return MutableOperandRange(
       getOperation(), 0,
       std::min<unsigned>(repeat.getCarried().size(), getNumOperands()));

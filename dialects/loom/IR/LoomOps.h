@@ -9,6 +9,7 @@
 
 #include "dialects/loom/IR/LoomAttrs.h"
 #include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/LoomTypes.h"
 #include "dialects/loom/IR/ShardingRule.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -21,6 +22,15 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/loom/IR/LoomInterfaces.h.inc"
+
+namespace loom {
+/// What point-to-point sends and receives touch, so that no transformation
+/// drops, merges or reorders one of a matched pair.
+struct CommunicationResource
+    : public mlir::SideEffects::Resource::Base<CommunicationResource> {
+  llvm::StringRef getName() override { return "loom.communication"; }
+};
+} // namespace loom
 
 #define GET_OP_CLASSES
 #include "dialects/loom/IR/LoomOps.h.inc"

@@ -10,6 +10,7 @@
 include "LoomDialect.td"
 include "LoomAttrs.td"
 include "LoomInterfaces.td"
+include "LoomTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -456,6 +457,247 @@ def Loom_CrossEntropyOp : Loom_Op<"cross_entropy", [Pure, InferTypeOpAdaptor,
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives (on per-device tensors, after partitioning)
+//===----------------------------------------------------------------------===//
+
+class Loom_CollectiveOp<string mnemonic, list<Trait> traits = [],
+                        list<string> methods = []>
+    : Loom_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+        DeclareOpInterfaceMethods<Loom_CollectiveOpInterface,
+                                  !listconcat(["getBytesPerRank"], methods)>])> {
+  code commonDescription = [{
+    Groups are the devices that share their coordinates on every mesh axis
+    but `axes`; within a group, ranks are numbered row-major over `axes`,
+    in the order listed (major to minor).
+  }];
+}
+
+def Loom_AllReduceOp : Loom_CollectiveOp<"all_reduce", [Pure,
+    SameOperandsAndResultType], ["getReductionKind"]> {
+  let summary = "Reduce across each group; every rank gets the result";
+  let description = commonDescription # [{
+    Each rank sends 2(n-1)/n of its buffer.
+
+    ```mlir
+    %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, Loom_ReductionKind:$reduction);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes $reduction attr-dict `:` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Loom_AllGatherOp : Loom_CollectiveOp<"all_gather", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "Concatenate the group's pieces along one dimension";
+  let description = commonDescription # [{
+    The result's dimension `dim` is n times the input's; rank r's piece
+    lands at position r. Each rank sends (n-1)/n of the gathered result.
+
+    ```mlir
+    %r = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Loom_ReduceScatterOp : Loom_CollectiveOp<"reduce_scatter", [Pure,
+    SameOperandsAndResultElementType], ["getReductionKind"]> {
+  let summary = "Reduce across each group and keep one piece per rank";
+  let description = commonDescription # [{
+    Rank r keeps piece r of dimension `dim` of the reduced value. Each rank
+    sends (n-1)/n of its input.
+
+    ```mlir
+    %r = loom.reduce_scatter %x on @m ["tp"] dim 1 sum : tensor<8x16xf32> -> tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim,
+                       Loom_ReductionKind:$reduction);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `dim` $dim $reduction attr-dict `:` type($input)
+    `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Loom_AllToAllOp : Loom_CollectiveOp<"all_to_all", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "Exchange pieces: split one dimension, concatenate another";
+  let description = commonDescription # [{
+    Splits `split_dim` into n pieces, sends piece r to rank r, and
+    concatenates what it receives along `concat_dim`. Each rank sends (n-1)/n
+    of its buffer.
+
+    ```mlir
+    %r = loom.all_to_all %x on @m ["tp"] split 1 concat 0 : tensor<4x16xf32> -> tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Loom_AllSliceOp : Loom_CollectiveOp<"all_slice", [Pure,
+    SameOperandsAndResultElementType]> {
+  let summary = "Keep this rank's piece of a replicated value (no communication)";
+  let description = commonDescription # [{
+    Rank r keeps piece r of dimension `dim`. Sends nothing.
+
+    ```mlir
+    %r = loom.all_slice %x on @m ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Loom_CollectivePermuteOp : Loom_CollectiveOp<"collective_permute", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "Send each rank's value to another rank of its group";
+  let description = commonDescription # [{
+    `pairs` lists (source, target) ranks, flattened; a rank that is no target
+    receives zeros. Each sending rank sends its whole buffer.
+
+    ```mlir
+    %r = loom.collective_permute %x on @m ["tp"] pairs [0, 1, 1, 0] : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, DenseI64ArrayAttr:$pairs);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `pairs` $pairs attr-dict `:` type($result)
+  }];
+}
+
+def Loom_BroadcastOp : Loom_CollectiveOp<"broadcast", [Pure,
+    SameOperandsAndResultType]> {
+  let summary = "Every rank of a group gets the root rank's value";
+  let description = commonDescription # [{
+    ```mlir
+    %r = loom.broadcast %x on @m ["dp"] root 0 : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$root);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `root` $root attr-dict `:` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Loom_StartOp : Loom_Op<"start", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "Start a collective in the background";
+  let description = [{
+    Runs the one collective in its body asynchronously and returns a future;
+    `loom.wait` gives its value. Compute placed between the two overlaps
+    with the communication.
+
+    ```mlir
+    %f = loom.start -> !loom.future<tensor<8x16xf32>> {
+      %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8x16xf32>
+      loom.yield %r : tensor<8x16xf32>
+    }
+    %v = loom.wait %f : !loom.future<tensor<8x16xf32>>
+    ```
+  }];
+  let results = (outs Loom_FutureType:$future);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`->` qualified(type($future)) attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The collective this op starts.
+    CollectiveOpInterface getCollective();
+  }];
+}
+
+def Loom_WaitOp : Loom_Op<"wait", [
+    TypesMatchWith<"result is the future's value type", "future", "result",
+                   "::llvm::cast<FutureType>($_self).getValueType()">]> {
+  let summary = "Wait for a started collective and take its value";
+  let description = [{
+    ```mlir
+    %v = loom.wait %f : !loom.future<tensor<8x16xf32>>
+    ```
+  }];
+  let arguments = (ins Loom_FutureType:$future);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+}
+
+// Sends and receives must pair up across ranks: neither may be removed,
+// merged or reordered against another, so both read and write one resource.
+def Loom_CommunicationResource : Resource<"::loom::CommunicationResource">;
+
+def Loom_SendOp : Loom_CollectiveOp<"send", [
+    MemoryEffects<[MemRead<Loom_CommunicationResource>,
+                   MemWrite<Loom_CommunicationResource>]>]> {
+  let summary = "Send to the rank `offset` steps along one axis";
+  let description = [{
+    Point-to-point, for pipeline stage boundaries: the rank at coordinate c
+    of `axes` (one axis) sends to coordinate (c + offset) mod size; the
+    matching `loom.recv` has the opposite offset.
+
+    ```mlir
+    loom.send %x on @m ["pp"] offset 1 : tensor<8x16xbf16>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$offset);
+  let assemblyFormat = [{
+    $input `on` $mesh $axes `offset` $offset attr-dict `:` type($input)
+  }];
+}
+
+def Loom_RecvOp : Loom_CollectiveOp<"recv", [
+    MemoryEffects<[MemRead<Loom_CommunicationResource>,
+                   MemWrite<Loom_CommunicationResource>]>]> {
+  let summary = "Receive from the rank `offset` steps along one axis";
+  let description = [{
+    ```mlir
+    %x = loom.recv on @m ["pp"] offset -1 : tensor<8x16xbf16>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$offset);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = [{
+    `on` $mesh $axes `offset` $offset attr-dict `:` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Repetition
 //===----------------------------------------------------------------------===//
 
@@ -504,12 +746,14 @@ def Loom_RepeatOp : Loom_Op<"repeat", [
   }];
 }
 
-def Loom_YieldOp : Loom_Op<"yield", [Pure, Terminator, HasParent<"RepeatOp">,
+def Loom_YieldOp : Loom_Op<"yield", [Pure, Terminator,
+    ParentOneOf<["RepeatOp", "StartOp"]>,
     DeclareOpInterfaceMethods<RegionBranchTerminatorOpInterface,
         ["getMutableSuccessorOperands"]>]> {
-  let summary = "Ends one iteration of loom.repeat";
+  let summary = "Ends one iteration of loom.repeat, or a loom.start body";
   let description = [{
-    Yields the next carried values, then the per-iteration outputs.
+    In `loom.repeat`, yields the next carried values, then the per-iteration
+    outputs; in `loom.start`, the collective's result.
 
     ```mlir
     loom.yield %y : tensor<8x16xf32>

@@ -51,4 +51,22 @@ def LoomPrintShardingRules : Pass<"loom-print-sharding-rules"> {
   ];
 }
 
+def LoomPrintCollectives : Pass<"loom-print-collectives"> {
+  let summary = "Report every collective's group and bytes per rank";
+  let description = [{
+    For each op that implements `CollectiveOpInterface`, emits a remark with
+    its mesh axes, group size and the bytes each rank sends by DESIGN.md's
+    formulas (the numbers `loomc --explain` will build on).
+
+    ```mlir
+    // loom-opt --loom-print-collectives
+    %r = loom.all_reduce %x on @m ["tp"] sum : tensor<1024xf32>
+    // remark: all_reduce over ["tp"] (4 ranks, sum): 6144 bytes per rank
+    ```
+  }];
+  let statistics = [
+    Statistic<"numCollectives", "collectives", "Number of collectives reported">,
+  ];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES_TD

@@ -1,0 +1,380 @@
+//===- Collectives.cpp - Loom collective ops ------------------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/TypeInference.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace loom;
+
+//===----------------------------------------------------------------------===//
+// Groups
+//===----------------------------------------------------------------------===//
+
+/// Checks the mesh and axes of a collective; returns the group size n.
+static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshRef,
+                                      ArrayAttr axes,
+                                      SymbolTableCollection &tables,
+                                      bool overManualAxis) {
+  auto mesh = tables.lookupNearestSymbolFrom<MeshOp>(op, meshRef.getAttr());
+  if (!mesh)
+    return op->emitOpError("refers to unknown mesh ") << meshRef;
+  int64_t size = 1;
+  llvm::SmallSet<StringRef, 4> seen;
+  for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
+    std::optional<int64_t> axisSize = mesh.getAxisSize(axis);
+    if (!axisSize)
+      return op->emitOpError("runs over axis '")
+             << axis << "', which mesh @" << mesh.getSymName()
+             << " does not have";
+    if (!seen.insert(axis).second)
+      return op->emitOpError("lists axis '") << axis << "' twice";
+    if (mesh.isManualAxis(axis) != overManualAxis)
+      return op->emitOpError(overManualAxis
+                                 ? "runs between pipeline stages, over a "
+                                   "manual axis, not '"
+                                 : "cannot run over the manual axis '")
+             << axis << "'";
+    size *= *axisSize;
+  }
+  return size;
+}
+
+/// The group size from the mesh, or std::nullopt when it cannot be found.
+static std::optional<int64_t>
+groupSize(Operation *op, FlatSymbolRefAttr meshRef, ArrayAttr axes) {
+  MeshOp mesh = lookupMesh(op, meshRef);
+  if (!mesh)
+    return std::nullopt;
+  int64_t size = 1;
+  for (StringRef axis : axes.getAsValueRange<StringAttr>()) {
+    std::optional<int64_t> axisSize = mesh.getAxisSize(axis);
+    if (!axisSize)
+      return std::nullopt;
+    size *= *axisSize;
+  }
+  return size;
+}
+
+static bool isNoOp(Operation *op, FlatSymbolRefAttr meshRef, ArrayAttr axes) {
+  return groupSize(op, meshRef, axes) == 1;
+}
+
+static double bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return static_cast<double>(tensor.getNumElements()) *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// Checks that `result` is `input` with dimension `dim` scaled: multiplied
+/// by n (gather), or divided by n (scatter, slice).
+static LogicalResult verifyScaledDim(Operation *op, RankedTensorType input,
+                                     RankedTensorType result, int64_t dim,
+                                     int64_t n, bool gather) {
+  if (failed(verifyDimIndex(op->getLoc(), op->getName().stripDialect(), dim,
+                            input.getRank())))
+    return failure();
+  if (!gather && input.getShape()[dim] % n != 0)
+    return op->emitOpError("dimension ")
+           << dim << " of " << describeType(input)
+           << " is not divisible by the group size " << n;
+  SmallVector<int64_t> expected(input.getShape());
+  expected[dim] = gather ? expected[dim] * n : expected[dim] / n;
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError("result must be ")
+           << describeType(
+                  RankedTensorType::get(expected, input.getElementType()))
+           << " for a group of " << n << ", got " << describeType(result);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Verification and bytes
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+}
+std::optional<ReductionKind> AllReduceOp::getReductionKind() {
+  return getReduction();
+}
+double AllReduceOp::getBytesPerRank(int64_t n) {
+  return 2.0 * (n - 1) * bytesOf(getInput().getType()) / n;
+}
+OpFoldResult AllReduceOp::fold(FoldAdaptor) {
+  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  return verifyScaledDim(*this, getInput().getType(), getType(),
+                         static_cast<int64_t>(getDim()), *n, /*gather=*/true);
+}
+double AllGatherOp::getBytesPerRank(int64_t n) {
+  return static_cast<double>(n - 1) * bytesOf(getType()) / n;
+}
+OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
+}
+
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  return verifyScaledDim(*this, getInput().getType(), getType(),
+                         static_cast<int64_t>(getDim()), *n, /*gather=*/false);
+}
+std::optional<ReductionKind> ReduceScatterOp::getReductionKind() {
+  return getReduction();
+}
+double ReduceScatterOp::getBytesPerRank(int64_t n) {
+  return static_cast<double>(n - 1) * bytesOf(getInput().getType()) / n;
+}
+OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
+  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  int64_t split = static_cast<int64_t>(getSplitDim());
+  int64_t concat = static_cast<int64_t>(getConcatDim());
+  if (failed(verifyDimIndex(getLoc(), "all_to_all", split, input.getRank())) ||
+      failed(verifyDimIndex(getLoc(), "all_to_all", concat, input.getRank())))
+    return failure();
+  if (input.getShape()[split] % *n != 0)
+    return emitOpError("split dimension ")
+           << split << " of " << describeType(input)
+           << " is not divisible by the group size " << *n;
+  SmallVector<int64_t> expected(input.getShape());
+  expected[split] /= *n;
+  expected[concat] *= *n;
+  if (getType().getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result must be ")
+           << describeType(
+                  RankedTensorType::get(expected, input.getElementType()))
+           << " for a group of " << *n << ", got " << describeType(getType());
+  return success();
+}
+double AllToAllOp::getBytesPerRank(int64_t n) {
+  return static_cast<double>(n - 1) * bytesOf(getInput().getType()) / n;
+}
+OpFoldResult AllToAllOp::fold(FoldAdaptor) {
+  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
+}
+
+LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  return verifyScaledDim(*this, getInput().getType(), getType(),
+                         static_cast<int64_t>(getDim()), *n, /*gather=*/false);
+}
+double AllSliceOp::getBytesPerRank(int64_t) { return 0; }
+OpFoldResult AllSliceOp::fold(FoldAdaptor) {
+  if (isNoOp(*this, getMeshAttr(), getAxes()))
+    return getInput();
+  // Gathering and slicing back the same way is nothing.
+  if (auto gather = getInput().getDefiningOp<AllGatherOp>())
+    if (gather.getMesh() == getMesh() && gather.getAxes() == getAxes() &&
+        gather.getDim() == getDim())
+      return gather.getInput();
+  return {};
+}
+
+LogicalResult
+CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  ArrayRef<int64_t> pairs = getPairs();
+  if (pairs.size() % 2 != 0)
+    return emitOpError("pairs must list (source, target) ranks, got an odd "
+                       "count ")
+           << pairs.size();
+  llvm::SmallSet<int64_t, 8> sources, targets;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    for (int64_t rank : {pairs[i], pairs[i + 1]})
+      if (rank < 0 || rank >= *n)
+        return emitOpError("rank ")
+               << rank << " is outside the group of " << *n;
+    if (!sources.insert(pairs[i]).second)
+      return emitOpError("rank ") << pairs[i] << " sends twice";
+    if (!targets.insert(pairs[i + 1]).second)
+      return emitOpError("rank ") << pairs[i + 1] << " receives twice";
+  }
+  return success();
+}
+double CollectivePermuteOp::getBytesPerRank(int64_t) {
+  return bytesOf(getInput().getType());
+}
+
+LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &tables) {
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  int64_t root = static_cast<int64_t>(getRootAttr().getInt());
+  if (root < 0 || root >= *n)
+    return emitOpError("root ") << root << " is outside the group of " << *n;
+  return success();
+}
+double BroadcastOp::getBytesPerRank(int64_t) {
+  return bytesOf(getInput().getType());
+}
+OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
+}
+
+/// Send and receive run along one pipeline axis, to a different stage.
+static LogicalResult verifyPointToPoint(Operation *op, FlatSymbolRefAttr mesh,
+                                        ArrayAttr axes, IntegerAttr offset,
+                                        SymbolTableCollection &tables) {
+  if (axes.size() != 1)
+    return op->emitOpError("runs along exactly one axis, got ") << axes.size();
+  FailureOr<int64_t> n = verifyGroup(op, mesh, axes, tables, true);
+  if (failed(n))
+    return failure();
+  if (offset.getInt() % *n == 0)
+    return op->emitOpError("offset ")
+           << offset.getInt() << " reaches the rank itself (axis "
+           << "size " << *n << ")";
+  return success();
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyPointToPoint(*this, getMeshAttr(), getAxes(), getOffsetAttr(),
+                            tables);
+}
+double SendOp::getBytesPerRank(int64_t) {
+  return bytesOf(getInput().getType());
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyPointToPoint(*this, getMeshAttr(), getAxes(), getOffsetAttr(),
+                            tables);
+}
+double RecvOp::getBytesPerRank(int64_t) { return bytesOf(getType()); }
+
+//===----------------------------------------------------------------------===//
+// Asynchronous form
+//===----------------------------------------------------------------------===//
+
+CollectiveOpInterface StartOp::getCollective() {
+  return dyn_cast<CollectiveOpInterface>(&getBody().front().front());
+}
+
+LogicalResult StartOp::verifyRegions() {
+  Block &body = getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  // Exactly one collective with one result, and the yield of that result.
+  if (body.getOperations().size() != 2 || !getCollective() ||
+      getCollective()->getNumResults() != 1)
+    return emitOpError("body must hold exactly one collective with a result, "
+                       "then loom.yield");
+  if (yield.getValues().size() != 1 ||
+      yield.getValues().front() != getCollective()->getResult(0))
+    return emitOpError("body must yield its collective's result");
+  Type valueType = getCollective()->getResult(0).getType();
+  if (getFuture().getType().getValueType() != valueType)
+    return emitOpError("returns ") << getFuture().getType()
+                                   << " for a collective of type " << valueType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Canonicalization
+//===----------------------------------------------------------------------===//
+
+/// `a` followed by `b`, as one axis list.
+static ArrayAttr concatAxes(ArrayAttr a, ArrayAttr b) {
+  SmallVector<Attribute> axes(a.begin(), a.end());
+  axes.append(b.begin(), b.end());
+  return ArrayAttr::get(a.getContext(), axes);
+}
+
+static bool disjoint(ArrayAttr a, ArrayAttr b) {
+  return llvm::none_of(a, [&](Attribute axis) {
+    return llvm::is_contained(b.getValue(), axis);
+  });
+}
+
+namespace {
+/// all_slice(all_reduce(x)) over the same axes is a reduce_scatter, when
+/// nothing else needs the full reduction.
+struct AllSliceOfAllReduce : public OpRewritePattern<AllSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto reduce = slice.getInput().getDefiningOp<AllReduceOp>();
+    if (!reduce || !reduce->hasOneUse() ||
+        reduce.getMesh() != slice.getMesh() ||
+        reduce.getAxes() != slice.getAxes())
+      return failure();
+    rewriter.replaceOpWithNewOp<ReduceScatterOp>(
+        slice, slice.getType(), reduce.getInput(), slice.getMeshAttr(),
+        slice.getAxes(), slice.getDimAttr(), reduce.getReductionAttr());
+    return success();
+  }
+};
+
+/// Slicing by A, then the piece by B, is slicing by A then B (minor).
+struct AllSliceOfAllSlice : public OpRewritePattern<AllSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllSliceOp slice,
+                                PatternRewriter &rewriter) const override {
+    auto inner = slice.getInput().getDefiningOp<AllSliceOp>();
+    if (!inner || inner.getMesh() != slice.getMesh() ||
+        inner.getDim() != slice.getDim() ||
+        !disjoint(inner.getAxes(), slice.getAxes()))
+      return failure();
+    rewriter.replaceOpWithNewOp<AllSliceOp>(
+        slice, slice.getType(), inner.getInput(), slice.getMeshAttr(),
+        concatAxes(inner.getAxes(), slice.getAxes()), slice.getDimAttr());
+    return success();
+  }
+};
+
+/// Gathering over B, then over A, is one gather over A then B (minor).
+struct AllGatherOfAllGather : public OpRewritePattern<AllGatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllGatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    auto inner = gather.getInput().getDefiningOp<AllGatherOp>();
+    if (!inner || !inner->hasOneUse() || inner.getMesh() != gather.getMesh() ||
+        inner.getDim() != gather.getDim() ||
+        !disjoint(inner.getAxes(), gather.getAxes()))
+      return failure();
+    rewriter.replaceOpWithNewOp<AllGatherOp>(
+        gather, gather.getType(), inner.getInput(), gather.getMeshAttr(),
+        concatAxes(gather.getAxes(), inner.getAxes()), gather.getDimAttr());
+    return success();
+  }
+};
+} // namespace
+
+void AllSliceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                             MLIRContext *context) {
+  patterns.add<AllSliceOfAllReduce, AllSliceOfAllSlice>(context);
+}
+
+void AllGatherOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<AllGatherOfAllGather>(context);
+}

@@ -1,0 +1,25 @@
+//===- LoomTypes.cpp - Loom types -----------------------------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomTypes.h"
+#include "dialects/loom/IR/LoomDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace loom;
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/loom/IR/LoomTypes.cpp.inc"
+
+void LoomDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/loom/IR/LoomTypes.cpp.inc"
+      >();
+}

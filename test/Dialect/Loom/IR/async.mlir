@@ -1,0 +1,39 @@
+// RUN: loom-opt %s | loom-opt | FileCheck %s
+// RUN: loom-opt %s --mlir-print-op-generic | loom-opt | FileCheck %s
+
+// A collective started in the background: compute between loom.start and
+// loom.wait overlaps with the communication.
+
+loom.mesh @m ["dp" = 2, "tp" = 4]
+
+// CHECK-LABEL: func.func @overlap
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[Y:.*]]: tensor<8x16xf32>)
+func.func @overlap(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: %[[F:.*]] = loom.start -> !loom.future<tensor<8x16xf32>> {
+  // CHECK-NEXT: %[[R:.*]] = loom.all_reduce %[[X]] on @m ["tp"] sum : tensor<8x16xf32>
+  // CHECK-NEXT: loom.yield %[[R]] : tensor<8x16xf32>
+  // CHECK-NEXT: }
+  %f = loom.start -> !loom.future<tensor<8x16xf32>> {
+    %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8x16xf32>
+    loom.yield %r : tensor<8x16xf32>
+  }
+  // CHECK: %[[Z:.*]] = loom.relu %[[Y]]
+  %z = loom.relu %y : tensor<8x16xf32>
+  // CHECK: %[[V:.*]] = loom.wait %[[F]] : !loom.future<tensor<8x16xf32>>
+  %v = loom.wait %f : !loom.future<tensor<8x16xf32>>
+  // CHECK: loom.add %[[V]], %[[Z]]
+  %s = loom.add %v, %z : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @gather_in_background
+func.func @gather_in_background(%x: tensor<4x16xbf16>) -> tensor<8x16xbf16> {
+  // CHECK: loom.start -> !loom.future<tensor<8x16xbf16>>
+  // CHECK: loom.all_gather {{.*}} on @m ["dp"] dim 0
+  %f = loom.start -> !loom.future<tensor<8x16xbf16>> {
+    %g = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+    loom.yield %g : tensor<8x16xbf16>
+  }
+  %v = loom.wait %f : !loom.future<tensor<8x16xbf16>>
+  return %v : tensor<8x16xbf16>
+}
