@@ -63,14 +63,29 @@ groupSize(Operation *op, FlatSymbolRefAttr meshRef, ArrayAttr axes) {
   return size;
 }
 
-static bool isNoOp(Operation *op, FlatSymbolRefAttr meshRef, ArrayAttr axes) {
-  return groupSize(op, meshRef, axes) == 1;
+/// A collective over a group of one is its input.
+template <typename OpTy> static OpFoldResult foldGroupOfOne(OpTy op) {
+  if (groupSize(op, op.getMeshAttr(), op.getAxes()) == 1)
+    return op.getInput();
+  return {};
 }
 
 static double bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return static_cast<double>(tensor.getNumElements()) *
          ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// Checks that `result` has the `expected` shape for a group of `n`.
+static LogicalResult verifyResultShape(Operation *op, RankedTensorType input,
+                                       RankedTensorType result,
+                                       ArrayRef<int64_t> expected, int64_t n) {
+  if (result.getShape() == expected)
+    return success();
+  return op->emitOpError("result must be ")
+         << describeType(
+                RankedTensorType::get(expected, input.getElementType()))
+         << " for a group of " << n << ", got " << describeType(result);
 }
 
 /// Checks that `result` is `input` with dimension `dim` scaled: multiplied
@@ -87,12 +102,7 @@ static LogicalResult verifyScaledDim(Operation *op, RankedTensorType input,
            << " is not divisible by the group size " << n;
   SmallVector<int64_t> expected(input.getShape());
   expected[dim] = gather ? expected[dim] * n : expected[dim] / n;
-  if (result.getShape() != ArrayRef<int64_t>(expected))
-    return op->emitOpError("result must be ")
-           << describeType(
-                  RankedTensorType::get(expected, input.getElementType()))
-           << " for a group of " << n << ", got " << describeType(result);
-  return success();
+  return verifyResultShape(op, input, result, expected, n);
 }
 
 //===----------------------------------------------------------------------===//
@@ -108,9 +118,7 @@ std::optional<ReductionKind> AllReduceOp::getReductionKind() {
 double AllReduceOp::getBytesPerRank(int64_t n) {
   return 2.0 * (n - 1) * bytesOf(getInput().getType()) / n;
 }
-OpFoldResult AllReduceOp::fold(FoldAdaptor) {
-  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
-}
+OpFoldResult AllReduceOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<int64_t> n =
@@ -123,9 +131,7 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
 double AllGatherOp::getBytesPerRank(int64_t n) {
   return static_cast<double>(n - 1) * bytesOf(getType()) / n;
 }
-OpFoldResult AllGatherOp::fold(FoldAdaptor) {
-  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
-}
+OpFoldResult AllGatherOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<int64_t> n =
@@ -142,7 +148,7 @@ double ReduceScatterOp::getBytesPerRank(int64_t n) {
   return static_cast<double>(n - 1) * bytesOf(getInput().getType()) / n;
 }
 OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
-  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
+  return foldGroupOfOne(*this);
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
@@ -163,19 +169,12 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
   SmallVector<int64_t> expected(input.getShape());
   expected[split] /= *n;
   expected[concat] *= *n;
-  if (getType().getShape() != ArrayRef<int64_t>(expected))
-    return emitOpError("result must be ")
-           << describeType(
-                  RankedTensorType::get(expected, input.getElementType()))
-           << " for a group of " << *n << ", got " << describeType(getType());
-  return success();
+  return verifyResultShape(*this, input, getType(), expected, *n);
 }
 double AllToAllOp::getBytesPerRank(int64_t n) {
   return static_cast<double>(n - 1) * bytesOf(getInput().getType()) / n;
 }
-OpFoldResult AllToAllOp::fold(FoldAdaptor) {
-  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
-}
+OpFoldResult AllToAllOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
   FailureOr<int64_t> n =
@@ -187,8 +186,8 @@ LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 double AllSliceOp::getBytesPerRank(int64_t) { return 0; }
 OpFoldResult AllSliceOp::fold(FoldAdaptor) {
-  if (isNoOp(*this, getMeshAttr(), getAxes()))
-    return getInput();
+  if (OpFoldResult input = foldGroupOfOne(*this))
+    return input;
   // Gathering and slicing back the same way is nothing.
   if (auto gather = getInput().getDefiningOp<AllGatherOp>())
     if (gather.getMesh() == getMesh() && gather.getAxes() == getAxes() &&
@@ -238,9 +237,7 @@ LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &tables) {
 double BroadcastOp::getBytesPerRank(int64_t) {
   return bytesOf(getInput().getType());
 }
-OpFoldResult BroadcastOp::fold(FoldAdaptor) {
-  return isNoOp(*this, getMeshAttr(), getAxes()) ? getInput() : Value();
-}
+OpFoldResult BroadcastOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 /// Send and receive run along one pipeline axis, to a different stage.
 static LogicalResult verifyPointToPoint(Operation *op, FlatSymbolRefAttr mesh,
