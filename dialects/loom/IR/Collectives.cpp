@@ -331,36 +331,26 @@ struct AllSliceOfAllReduce : public OpRewritePattern<AllSliceOp> {
   }
 };
 
-/// Slicing by A, then the piece by B, is slicing by A then B (minor).
-struct AllSliceOfAllSlice : public OpRewritePattern<AllSliceOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AllSliceOp slice,
+/// Two slices, or two gathers, of one dimension are one over both axis
+/// lists: slicing by A, then the piece by B, is slicing by A then B (minor);
+/// gathering over B, then over A, is gathering over A then B. A gather
+/// merges only when nothing else needs its inner half.
+template <typename OpTy, bool isGather>
+struct MergeOnSameDim : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy outer,
                                 PatternRewriter &rewriter) const override {
-    auto inner = slice.getInput().getDefiningOp<AllSliceOp>();
-    if (!inner || inner.getMesh() != slice.getMesh() ||
-        inner.getDim() != slice.getDim() ||
-        !disjoint(inner.getAxes(), slice.getAxes()))
+    auto inner = outer.getInput().template getDefiningOp<OpTy>();
+    if (!inner || (isGather && !inner->hasOneUse()) ||
+        inner.getMesh() != outer.getMesh() ||
+        inner.getDim() != outer.getDim() ||
+        !disjoint(inner.getAxes(), outer.getAxes()))
       return failure();
-    rewriter.replaceOpWithNewOp<AllSliceOp>(
-        slice, slice.getType(), inner.getInput(), slice.getMeshAttr(),
-        concatAxes(inner.getAxes(), slice.getAxes()), slice.getDimAttr());
-    return success();
-  }
-};
-
-/// Gathering over B, then over A, is one gather over A then B (minor).
-struct AllGatherOfAllGather : public OpRewritePattern<AllGatherOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AllGatherOp gather,
-                                PatternRewriter &rewriter) const override {
-    auto inner = gather.getInput().getDefiningOp<AllGatherOp>();
-    if (!inner || !inner->hasOneUse() || inner.getMesh() != gather.getMesh() ||
-        inner.getDim() != gather.getDim() ||
-        !disjoint(inner.getAxes(), gather.getAxes()))
-      return failure();
-    rewriter.replaceOpWithNewOp<AllGatherOp>(
-        gather, gather.getType(), inner.getInput(), gather.getMeshAttr(),
-        concatAxes(gather.getAxes(), inner.getAxes()), gather.getDimAttr());
+    ArrayAttr axes = isGather ? concatAxes(outer.getAxes(), inner.getAxes())
+                              : concatAxes(inner.getAxes(), outer.getAxes());
+    rewriter.replaceOpWithNewOp<OpTy>(outer, outer.getType(), inner.getInput(),
+                                      outer.getMeshAttr(), axes,
+                                      outer.getDimAttr());
     return success();
   }
 };
@@ -368,10 +358,10 @@ struct AllGatherOfAllGather : public OpRewritePattern<AllGatherOp> {
 
 void AllSliceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                              MLIRContext *context) {
-  patterns.add<AllSliceOfAllReduce, AllSliceOfAllSlice>(context);
+  patterns.add<AllSliceOfAllReduce, MergeOnSameDim<AllSliceOp, false>>(context);
 }
 
 void AllGatherOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
-  patterns.add<AllGatherOfAllGather>(context);
+  patterns.add<MergeOnSameDim<AllGatherOp, true>>(context);
 }
