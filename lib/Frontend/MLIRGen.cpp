@@ -1800,6 +1800,13 @@ static bool bindArguments(const Expr &call, const BuiltinSignature &sig,
   return true;
 }
 
+/// Builds one elementwise unary op of type `type`.
+template <typename OpTy>
+static Value createUnary(OpBuilder &builder, Location loc, Type type,
+                         Value input) {
+  return OpTy::create(builder, loc, type, input);
+}
+
 SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
   static constexpr StringRef kX[] = {"x"};
   static constexpr StringRef kGelu[] = {"x", "approximate"};
@@ -1946,24 +1953,18 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
       return one(GeluOp::create(builder, location, type, x.tensor,
                                 GeluApproximationAttr::get(&context, approx)));
     }
-    Value input = x.tensor;
-    if (name == "relu")
-      return one(ReluOp::create(builder, location, type, input));
-    if (name == "silu")
-      return one(SiluOp::create(builder, location, type, input));
-    if (name == "tanh")
-      return one(TanhOp::create(builder, location, type, input));
-    if (name == "sigmoid")
-      return one(SigmoidOp::create(builder, location, type, input));
-    if (name == "exp")
-      return one(ExpOp::create(builder, location, type, input));
-    if (name == "log")
-      return one(LogOp::create(builder, location, type, input));
-    if (name == "sqrt")
-      return one(SqrtOp::create(builder, location, type, input));
-    if (name == "rsqrt")
-      return one(RsqrtOp::create(builder, location, type, input));
-    return one(NegOp::create(builder, location, type, input));
+    using UnaryBuilder = Value (*)(OpBuilder &, Location, Type, Value);
+    UnaryBuilder build = llvm::StringSwitch<UnaryBuilder>(name)
+                             .Case("relu", createUnary<ReluOp>)
+                             .Case("silu", createUnary<SiluOp>)
+                             .Case("tanh", createUnary<TanhOp>)
+                             .Case("sigmoid", createUnary<SigmoidOp>)
+                             .Case("exp", createUnary<ExpOp>)
+                             .Case("log", createUnary<LogOp>)
+                             .Case("sqrt", createUnary<SqrtOp>)
+                             .Case("rsqrt", createUnary<RsqrtOp>)
+                             .Default(createUnary<NegOp>);
+    return one(build(builder, location, type, x.tensor));
   }
   if (name == "softmax") {
     Val x = floatTensorArg(0);

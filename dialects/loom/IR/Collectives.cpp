@@ -105,6 +105,19 @@ static LogicalResult verifyScaledDim(Operation *op, RankedTensorType input,
   return verifyResultShape(op, input, result, expected, n);
 }
 
+/// The group and shape checks shared by all_gather (gather = true),
+/// reduce_scatter and all_slice.
+template <typename OpTy>
+static LogicalResult
+verifyScaledCollective(OpTy op, SymbolTableCollection &tables, bool gather) {
+  FailureOr<int64_t> n =
+      verifyGroup(op, op.getMeshAttr(), op.getAxes(), tables, false);
+  if (failed(n))
+    return failure();
+  return verifyScaledDim(op, op.getInput().getType(), op.getType(),
+                         static_cast<int64_t>(op.getDim()), *n, gather);
+}
+
 //===----------------------------------------------------------------------===//
 // Verification and bytes
 //===----------------------------------------------------------------------===//
@@ -121,12 +134,7 @@ double AllReduceOp::getBytesPerRank(int64_t n) {
 OpFoldResult AllReduceOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> n =
-      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
-  if (failed(n))
-    return failure();
-  return verifyScaledDim(*this, getInput().getType(), getType(),
-                         static_cast<int64_t>(getDim()), *n, /*gather=*/true);
+  return verifyScaledCollective(*this, tables, /*gather=*/true);
 }
 double AllGatherOp::getBytesPerRank(int64_t n) {
   return static_cast<double>(n - 1) * bytesOf(getType()) / n;
@@ -134,12 +142,7 @@ double AllGatherOp::getBytesPerRank(int64_t n) {
 OpFoldResult AllGatherOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> n =
-      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
-  if (failed(n))
-    return failure();
-  return verifyScaledDim(*this, getInput().getType(), getType(),
-                         static_cast<int64_t>(getDim()), *n, /*gather=*/false);
+  return verifyScaledCollective(*this, tables, /*gather=*/false);
 }
 std::optional<ReductionKind> ReduceScatterOp::getReductionKind() {
   return getReduction();
@@ -177,12 +180,7 @@ double AllToAllOp::getBytesPerRank(int64_t n) {
 OpFoldResult AllToAllOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
 
 LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
-  FailureOr<int64_t> n =
-      verifyGroup(*this, getMeshAttr(), getAxes(), tables, false);
-  if (failed(n))
-    return failure();
-  return verifyScaledDim(*this, getInput().getType(), getType(),
-                         static_cast<int64_t>(getDim()), *n, /*gather=*/false);
+  return verifyScaledCollective(*this, tables, /*gather=*/false);
 }
 double AllSliceOp::getBytesPerRank(int64_t) { return 0; }
 OpFoldResult AllSliceOp::fold(FoldAdaptor) {
