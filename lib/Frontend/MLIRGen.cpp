@@ -2203,7 +2203,8 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
       return fail();
     }
     return one(EmbeddingOp::create(builder, location, *type, ids.tensor,
-                                   table.tensor));
+                                   table.tensor, FlatSymbolRefAttr(),
+                                   ArrayAttr()));
   }
   if (name == "attention") {
     Val q = floatTensorArg(0), k = floatTensorArg(1), v = floatTensorArg(2);

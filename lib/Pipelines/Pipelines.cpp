@@ -6,6 +6,8 @@
 
 #include "loom/Pipelines/Pipelines.h"
 
+#include "dialects/loom/Transforms/Passes.h"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -14,7 +16,29 @@ void loom::buildFrontendCleanupPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+void loom::buildShardingPipeline(mlir::OpPassManager &pm) {
+  buildFrontendCleanupPipeline(pm);
+  pm.addPass(createLoomPropagateShardings());
+}
+
+void loom::buildSpmdPipeline(mlir::OpPassManager &pm) {
+  buildShardingPipeline(pm);
+  pm.addPass(createLoomPartition());
+  // Drops collectives over groups of one, merges reshard chains and
+  // identical collectives.
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
 void loom::registerLoomPipelines() {
+  mlir::PassPipelineRegistration<>(
+      "loom-sharding",
+      "Clean up and propagate shardings (what --emit=sharded shows)",
+      buildShardingPipeline);
+  mlir::PassPipelineRegistration<>(
+      "loom-spmd",
+      "Propagate, partition and simplify collectives (what --emit=spmd shows)",
+      buildSpmdPipeline);
   mlir::PassPipelineRegistration<>(
       "loom-frontend-cleanup",
       "Clean up Loom IR fresh from the front end (what --emit=loom shows)",

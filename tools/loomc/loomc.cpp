@@ -4,11 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// loomc FILE.loom --emit=ast|loom|params [-o FILE] [--mesh dp=4,tp=2] [-I DIR]
+// loomc FILE.loom --emit=ast|loom|params|sharded|spmd [--explain]
+// [--report[=json]]
+//       [-o FILE] [--mesh dp=4,tp=2] [-I DIR]
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/Transforms/Explain.h"
 #include "dialects/loom/Transforms/Passes.h"
 #include "loom/Frontend/Frontend.h"
 #include "loom/Pipelines/Pipelines.h"
@@ -32,7 +35,8 @@
 using namespace mlir;
 
 namespace {
-enum class Emit { AST, Loom, Params };
+enum class Emit { AST, Loom, Params, Sharded, Spmd };
+enum class Report { None, Text, Json };
 } // namespace
 
 static llvm::cl::OptionCategory loomCategory("loomc options");
@@ -52,7 +56,31 @@ static llvm::cl::opt<Emit> emitKind(
                    "the global Loom IR, verified, with user shardings"),
         clEnumValN(Emit::Params, "params",
                    "each parameter's name, shape, dtype, sharding and "
-                   "initialiser (the checkpoint ABI)")),
+                   "initialiser (the checkpoint ABI)"),
+        clEnumValN(Emit::Sharded, "sharded",
+                   "the global IR after sharding propagation: every value "
+                   "has a sharding"),
+        clEnumValN(Emit::Spmd, "spmd",
+                   "the per-device program with its collectives")),
+    llvm::cl::cat(loomCategory));
+
+static llvm::cl::opt<bool> explain(
+    "explain",
+    llvm::cl::desc("List each collective of the per-device program: kind, "
+                   "axes, shape, bytes per rank, the layouts that forced it "
+                   "and the source lines of the ops that met. Alone it "
+                   "prints only the list; with --emit=spmd, the IR first "
+                   "and the list as // comments"),
+    llvm::cl::cat(loomCategory));
+
+static llvm::cl::opt<Report> report(
+    "report",
+    llvm::cl::desc("Print per-rank parameter and activation bytes, FLOPs and "
+                   "collective bytes per mesh axis"),
+    llvm::cl::ValueOptional, llvm::cl::init(Report::None),
+    llvm::cl::values(clEnumValN(Report::Text, "", "as text (the default)"),
+                     clEnumValN(Report::Text, "text", "as text"),
+                     clEnumValN(Report::Json, "json", "as JSON (alone)")),
     llvm::cl::cat(loomCategory));
 
 static llvm::cl::opt<std::string>
@@ -121,6 +149,12 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!module)
     return 1;
 
+  bool analyse = explain || report != Report::None;
+  if (analyse && emitKind.getNumOccurrences() && emitKind != Emit::Spmd) {
+    llvm::errs() << "loomc: error: --explain and --report describe the "
+                    "per-device program; use them alone or with --emit=spmd\n";
+    return 1;
+  }
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
@@ -128,20 +162,56 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
-  loom::buildFrontendCleanupPipeline(pm);
+  if (analyse || emitKind == Emit::Spmd)
+    loom::buildSpmdPipeline(pm);
+  else if (emitKind == Emit::Sharded)
+    loom::buildShardingPipeline(pm);
+  else
+    loom::buildFrontendCleanupPipeline(pm);
   if (failed(pm.run(*module)))
     return 1;
 
   std::unique_ptr<llvm::ToolOutputFile> output = openOutput();
   if (!output)
     return 1;
+  llvm::raw_ostream &os = output->os();
+  if (report == Report::Json) {
+    loom::printReport(*module, os, /*json=*/true);
+    output->keep();
+    return 0;
+  }
+  bool printIR = !analyse || emitKind.getNumOccurrences();
   if (emitKind == Emit::Params) {
-    loom::printParams(*module, output->os());
-  } else {
+    loom::printParams(*module, os);
+  } else if (printIR) {
     OpPrintingFlags flags;
     flags.printNameLocAsPrefix();
-    module->print(output->os(), flags);
+    module->print(os, flags);
   }
+  // After IR, the analyses print as comments so the output still parses.
+  auto printAnalysis = [&](llvm::function_ref<void(llvm::raw_ostream &)> fn) {
+    std::string text;
+    llvm::raw_string_ostream textOs(text);
+    fn(textOs);
+    if (!printIR) {
+      os << text;
+      return;
+    }
+    StringRef rest = text;
+    while (!rest.empty()) {
+      auto [line, tail] = rest.split('\n');
+      os << "// " << line << "\n";
+      rest = tail;
+    }
+  };
+  if (explain)
+    printAnalysis([&](llvm::raw_ostream &out) {
+      loom::printCollectiveTable(*module, out);
+    });
+  if (report == Report::Text)
+    printAnalysis([&](llvm::raw_ostream &out) {
+      loom::printReport(*module, out, /*json=*/false);
+    });
   output->keep();
   return 0;
 }

@@ -56,6 +56,38 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == kBodyShardingsAttrName) {
+    auto repeat = dyn_cast<RepeatOp>(op);
+    auto shardings = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!repeat || !shardings ||
+        shardings.size() != repeat.getBody().getNumArguments())
+      return op->emitError() << "'" << kBodyShardingsAttrName
+                             << "' must list one #loom.sharding per body "
+                                "argument of a loom.repeat";
+    for (auto [sharding, arg] :
+         llvm::zip(shardings, repeat.getBody().getArguments())) {
+      auto typed = dyn_cast<ShardingAttr>(sharding);
+      if (!typed)
+        return op->emitError() << "'" << kBodyShardingsAttrName
+                               << "' must list #loom.sharding attributes";
+      if (failed(verifySharding(op, typed, arg.getType(),
+                                [&] { return op->emitError(); })))
+        return failure();
+    }
+    return success();
+  }
+  if (attr.getName() == kReasonAttrName) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kReasonAttrName << "' must be a dictionary";
+    return success();
+  }
+  if (attr.getName() == kSpmdAttrName) {
+    if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kSpmdAttrName << "' is a unit attribute of functions";
+    return success();
+  }
   if (attr.getName() == kModelAttrName) {
     if (!isa<FunctionOpInterface>(op))
       return op->emitError()
@@ -74,7 +106,10 @@ static LogicalResult verifyValueAttr(Operation *op, Type type,
     auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
     if (!sharding)
       return op->emitError() << "'" << name << "' must be a #loom.sharding";
-    return verifySharding(op, sharding, type, [&] { return op->emitError(); });
+    // A partitioned model's types are per device: only the axes are checked.
+    return verifySharding(op, sharding, type, [&] { return op->emitError(); },
+                          /*checkDivisible=*/!op->hasAttr(
+                              LoomDialect::kSpmdAttrName));
   }
   if (name == LoomDialect::kInitAttrName) {
     if (isResult || !isa<InitAttr>(attr.getValue()))

@@ -41,6 +41,14 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kInputAttrName = "loom.input";
     static constexpr llvm::StringLiteral kOutputAttrName = "loom.output";
     static constexpr llvm::StringLiteral kModelAttrName = "loom.model";
+    /// On `loom.repeat`: the sharding of each body argument.
+    static constexpr llvm::StringLiteral kBodyShardingsAttrName =
+        "loom.body_shardings";
+    /// On inserted collectives and reshards: why they exist.
+    static constexpr llvm::StringLiteral kReasonAttrName = "loom.reason";
+    /// On a partitioned model: types are per device, and argument and result
+    /// shardings say which piece of the global value each device holds.
+    static constexpr llvm::StringLiteral kSpmdAttrName = "loom.spmd";
 
   private:
     void registerAttributes();

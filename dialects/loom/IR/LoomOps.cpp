@@ -100,7 +100,8 @@ MeshOp loom::lookupMesh(Operation *anchor, FlatSymbolRefAttr mesh) {
 
 LogicalResult
 loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
-                     function_ref<InFlightDiagnostic()> emitError) {
+                     function_ref<InFlightDiagnostic()> emitError,
+                     bool checkDivisible) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return emitError() << "sharding applies to statically shaped tensors, not "
@@ -122,7 +123,7 @@ loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
     for (StringAttr axis : dim.getAxes())
       devices *= *mesh.getAxisSize(axis);
     int64_t size = tensor.getShape()[index];
-    if (size % devices != 0)
+    if (checkDivisible && size % devices != 0)
       return emitError() << "dimension " << index << " of size " << size
                          << " is not divisible by " << devices
                          << ", the number of devices it is split over; pad "
@@ -307,6 +308,33 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 // Verifiers
 //===----------------------------------------------------------------------===//
+
+/// `vocab on @mesh [axes]` names both or neither, and at least one axis.
+static LogicalResult verifyVocabAxes(Operation *op, FlatSymbolRefAttr mesh,
+                                     std::optional<ArrayAttr> axes) {
+  if (static_cast<bool>(mesh) != axes.has_value())
+    return op->emitOpError("needs both a mesh and vocabulary axes, or neither");
+  if (axes && axes->empty())
+    return op->emitOpError("vocabulary axes must not be empty");
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  return verifyVocabAxes(*this, getMeshAttr(), getVocabAxes());
+}
+
+LogicalResult PickOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  RankedTensorType targets = getTargets().getType();
+  if (logits.getRank() < 1 ||
+      logits.getShape().drop_back() != targets.getShape())
+    return emitOpError("targets ")
+           << describeType(targets) << " must have the shape of logits "
+           << describeType(logits) << " without its last dimension";
+  if (getType().getShape() != targets.getShape())
+    return emitOpError("result must have the shape of the targets");
+  return verifyVocabAxes(*this, getMeshAttr(), getVocabAxes());
+}
 
 LogicalResult SoftmaxOp::verify() {
   return verifyDimIndex(getLoc(), "softmax", static_cast<int64_t>(getDim()),

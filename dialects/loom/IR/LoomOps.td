@@ -407,11 +407,39 @@ def Loom_EmbeddingOp : Loom_Op<"embedding", [Pure, InferTypeOpAdaptor,
     %e = loom.embedding %ids, %table : tensor<2x4xi32>, tensor<16x8xbf16> -> tensor<2x4x8xbf16>
     ```
   }];
-  let arguments = (ins Loom_IntTensor:$ids, Loom_FloatTensor:$table);
+  let arguments = (ins Loom_IntTensor:$ids, Loom_FloatTensor:$table,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
-    $ids `,` $table attr-dict `:` type($ids) `,` type($table) `->` type($result)
+    $ids `,` $table (`vocab` `on` $mesh^ $vocab_axes)? attr-dict `:`
+    type($ids) `,` type($table) `->` type($result)
   }];
+  let hasVerifier = 1;
+}
+
+def Loom_PickOp : Loom_Op<"pick", [Pure]> {
+  let summary = "The logit of each target, for a cross-entropy split over its vocabulary";
+  let description = [{
+    `result[i...] = f32(logits[i..., targets[i...]])`. With `vocab on @m
+    [axes]`, `logits` is this device's piece of a vocabulary split over
+    `axes` (rank r of the group holds rows `[r*V, (r+1)*V)`); a target
+    outside that piece yields 0, so the pieces sum to the true value. The
+    partitioner emits it when it splits `loom.cross_entropy`.
+
+    ```mlir
+    %p = loom.pick %logits, %t vocab on @m ["tp"] : tensor<2x4x8xbf16>, tensor<2x4xi32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$logits, Loom_IntTensor:$targets,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
+  let results = (outs TensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets (`vocab` `on` $mesh^ $vocab_axes)? attr-dict `:`
+    type($logits) `,` type($targets) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def Loom_AttentionOp : Loom_Op<"attention", [Pure, InferTypeOpAdaptor,

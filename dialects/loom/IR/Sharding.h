@@ -9,7 +9,10 @@
 
 #include "dialects/loom/IR/LoomAttrs.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
+
+#include <string>
 
 namespace loom {
 
@@ -23,12 +26,45 @@ MeshOp lookupMesh(mlir::Operation *anchor, mlir::FlatSymbolRefAttr mesh);
 /// axes' sizes.
 mlir::LogicalResult
 verifySharding(mlir::Operation *anchor, ShardingAttr sharding, mlir::Type type,
-               llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+               llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+               bool checkDivisible = true);
 
 /// The smallest multiple of `multiple` that is at least `size`.
 inline int64_t roundUpTo(int64_t size, int64_t multiple) {
   return (size + multiple - 1) / multiple * multiple;
 }
+
+/// The sharding recorded for `value` (a function argument's
+/// `loom.sharding`, an op result's entry in its op's `loom.sharding`, a
+/// `loom.repeat` body argument's entry in `loom.body_shardings`), or null.
+ShardingAttr getRecordedSharding(mlir::Value value);
+
+/// Records `sharding` for `value` where getRecordedSharding reads it; the
+/// other results of its op get open, replicated shardings if they had none.
+void setRecordedSharding(mlir::Value value, ShardingAttr sharding);
+
+/// Number of devices `axes` split a dimension over; manual axes count only
+/// when `countManual` is set.
+int64_t countDevices(MeshOp mesh, llvm::ArrayRef<mlir::StringAttr> axes,
+                     bool countManual = true);
+
+/// The per-device type of a value of global type `type` laid out by
+/// `sharding`. Manual (pipeline) axes do not divide: the pipeline pass cuts
+/// them.
+mlir::RankedTensorType getLocalType(mlir::RankedTensorType type,
+                                    ShardingAttr sharding, MeshOp mesh);
+
+/// `[{"dp"}, {}, {"tp"}]` with `partial = sum("tp")` when partial: the
+/// sharding without its mesh, for messages.
+std::string formatDims(ShardingAttr sharding);
+
+/// `file:line:col` of the innermost source position in `loc` (inside a
+/// block, where the op is written), or `<unknown>`.
+std::string formatSourceLoc(mlir::Location loc);
+
+/// The user's name for `value` (`%h`), from its NameLoc, or a description
+/// of where it comes from.
+std::string describeValue(mlir::Value value);
 
 } // namespace loom
 

@@ -69,4 +69,78 @@ def LoomPrintCollectives : Pass<"loom-print-collectives"> {
   ];
 }
 
+def LoomPropagateShardings : Pass<"loom-propagate-shardings", "mlir::ModuleOp"> {
+  let summary = "Give every value of a model a sharding";
+  let description = [{
+    Fixed-point propagation over the ops' sharding rules, forward and
+    backward, through `loom.shard` constraints and through `loom.repeat`
+    (carried values, body arguments, yields and results alike; stacked
+    operands without their layer dimension). A factor takes the axes of its
+    members and open dimensions of the others take them too: closed
+    dimensions and the axes users wrote are never changed, and manual axes
+    are never assigned. Annotations with priorities propagate in rounds,
+    `p0` first. When two annotations disagree on one factor, a `loom.shard`
+    reshard is inserted on the operand that is cheaper to move, with a
+    remark naming both annotations' source locations. Results record their
+    shardings in `loom.sharding`, `loom.repeat` body arguments in
+    `loom.body_shardings`. This is `loomc --emit=sharded`.
+
+    ```mlir
+    %x_0 = loom.shard %x as <@m, [{"dp"}, {?} ]> : tensor<16x64xf32>
+    %0 = loom.matmul %x_0, %w1 : tensor<16x64xf32>, tensor<64x256xf32> -> tensor<16x256xf32>
+    // becomes, with %w1 sharded [{}, {"tp"} ]:
+    %0 = loom.matmul %x_0, %w1 {loom.sharding = [#loom.sharding<@m, [{"dp"}, {"tp"} ]> ]} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFunctions", "models", "Number of models propagated">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
+  let summary = "Rewrite a sharded model into the program each device runs";
+  let description = [{
+    Needs every value's sharding (`loom-propagate-shardings`). Walks the
+    model in order; for each op it picks the sharding of every factor of its
+    rule, reshards operands to match and gives results their per-device
+    types. Partial values (a contraction over a sharded factor, a masked
+    embedding lookup) stay partial while consumers are linear in them (sums,
+    differences of equally partial values, products with one partial
+    factor, reductions, reshapes) and are reduced where a consumer needs
+    the true value: by `all_reduce`, or by `reduce_scatter` when the
+    consumer wants the value split over the partial axes. Reshards use
+    `all_slice`, `all_to_all` and `all_gather`; non-linear reductions over a
+    sharded factor are split into a local reduction, an `all_reduce` and a
+    local finish (max, cross-entropy over a split vocabulary) or gathered
+    first. Collectives are placed right after the value they move (once per
+    value and layout), carry `loom.reason` (the two layouts and the ops that
+    met) and are never over a manual axis. The function gets `loom.spmd`.
+    This is `loomc --emit=spmd`.
+  }];
+  let statistics = [
+    Statistic<"numCollectives", "collectives", "Number of collectives inserted">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+def LoomExplainCollectives : Pass<"loom-explain-collectives"> {
+  let summary = "Explain each collective of a partitioned model as a remark";
+  let description = [{
+    For each collective: its kind, mesh axes, per-device shape and dtype,
+    bytes per rank by DESIGN.md's formulas (times the iterations of every
+    enclosing `loom.repeat`), the layouts that forced it and the source
+    lines of the ops that met (from `loom.reason`). `loomc --explain` prints
+    the same as a table.
+
+    ```mlir
+    %r = loom.all_reduce %5 on @m ["tp"] sum {loom.reason = {...} } : tensor<4x64x128xbf16>
+    // remark: all_reduce(sum) over ["tp"] of 4x64x128xbf16: 98304 bytes per rank x 4 iterations; ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numCollectives", "collectives", "Number of collectives explained">,
+  ];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES_TD

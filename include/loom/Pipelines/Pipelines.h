@@ -21,6 +21,13 @@ namespace loom {
 /// drops values nothing uses.
 void buildFrontendCleanupPipeline(mlir::OpPassManager &pm);
 
+/// `--emit=sharded`: the cleanup, then sharding propagation.
+void buildShardingPipeline(mlir::OpPassManager &pm);
+
+/// `--emit=spmd`: propagation, partitioning into the per-device program,
+/// and simplification of its collectives.
+void buildSpmdPipeline(mlir::OpPassManager &pm);
+
 /// Registers every Loom pipeline with the global pass registry.
 void registerLoomPipelines();
 

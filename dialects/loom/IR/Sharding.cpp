@@ -1,0 +1,148 @@
+//===- Sharding.cpp - Shardings of values --------------------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/LoomOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace loom;
+
+ShardingAttr loom::getRecordedSharding(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (auto function = dyn_cast_or_null<FunctionOpInterface>(owner))
+      return function.getArgAttrOfType<ShardingAttr>(
+          arg.getArgNumber(), LoomDialect::kShardingAttrName);
+    if (auto repeat = dyn_cast_or_null<RepeatOp>(owner))
+      if (auto shardings = repeat->getAttrOfType<ArrayAttr>(
+              LoomDialect::kBodyShardingsAttrName))
+        return dyn_cast<ShardingAttr>(shardings[arg.getArgNumber()]);
+    return {};
+  }
+  Operation *op = value.getDefiningOp();
+  auto shardings = op->getAttrOfType<ArrayAttr>(LoomDialect::kShardingAttrName);
+  if (!shardings || shardings.size() <= cast<OpResult>(value).getResultNumber())
+    return {};
+  return dyn_cast<ShardingAttr>(
+      shardings[cast<OpResult>(value).getResultNumber()]);
+}
+
+/// Replaces entry `index` of the sharding list `name` of `op`, which has
+/// `values`; entries not yet set become open and replicated.
+static void setListEntry(Operation *op, StringRef name, ValueRange values,
+                         unsigned index, ShardingAttr sharding) {
+  SmallVector<Attribute> entries;
+  if (auto existing = op->getAttrOfType<ArrayAttr>(name))
+    entries.assign(existing.begin(), existing.end());
+  if (entries.size() != values.size()) {
+    entries.clear();
+    for (Value value : values)
+      entries.push_back(ShardingAttr::getReplicated(
+          op->getContext(), sharding.getMesh(),
+          cast<RankedTensorType>(value.getType()).getRank(),
+          /*closed=*/false));
+  }
+  entries[index] = sharding;
+  op->setAttr(name, ArrayAttr::get(op->getContext(), entries));
+}
+
+void loom::setRecordedSharding(Value value, ShardingAttr sharding) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (auto function = dyn_cast<FunctionOpInterface>(owner)) {
+      function.setArgAttr(arg.getArgNumber(), LoomDialect::kShardingAttrName,
+                          sharding);
+      return;
+    }
+    setListEntry(owner, LoomDialect::kBodyShardingsAttrName,
+                 arg.getOwner()->getArguments(), arg.getArgNumber(), sharding);
+    return;
+  }
+  Operation *op = value.getDefiningOp();
+  setListEntry(op, LoomDialect::kShardingAttrName, op->getResults(),
+               cast<OpResult>(value).getResultNumber(), sharding);
+}
+
+int64_t loom::countDevices(MeshOp mesh, ArrayRef<StringAttr> axes,
+                           bool countManual) {
+  int64_t devices = 1;
+  for (StringAttr axis : axes)
+    if (countManual || !mesh.isManualAxis(axis))
+      devices *= mesh.getAxisSize(axis).value_or(1);
+  return devices;
+}
+
+RankedTensorType loom::getLocalType(RankedTensorType type,
+                                    ShardingAttr sharding, MeshOp mesh) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [size, dim] : llvm::zip(shape, sharding.getDims()))
+    size /= countDevices(mesh, dim.getAxes(), /*countManual=*/false);
+  return type.clone(shape);
+}
+
+std::string loom::formatDims(ShardingAttr sharding) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto printAxes = [&](ArrayRef<StringAttr> axes) {
+    llvm::interleaveComma(axes, os, [&](StringAttr axis) {
+      os << '"' << axis.getValue() << '"';
+    });
+  };
+  os << '[';
+  llvm::interleaveComma(sharding.getDims(), os, [&](DimShardingAttr dim) {
+    os << '{';
+    printAxes(dim.getAxes());
+    os << '}';
+  });
+  os << ']';
+  if (!sharding.getPartialAxes().empty()) {
+    os << " partial " << stringifyReductionKind(sharding.getPartialKind())
+       << '(';
+    printAxes(sharding.getPartialAxes());
+    os << ')';
+  }
+  return text;
+}
+
+/// The innermost file position of `loc`: the callee of call sites, the
+/// child of names, the first of fused locations.
+static std::optional<FileLineColLoc> innermostFileLoc(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return file;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return innermostFileLoc(name.getChildLoc());
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return innermostFileLoc(callSite.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (auto file = innermostFileLoc(part))
+        return file;
+  return std::nullopt;
+}
+
+std::string loom::formatSourceLoc(Location loc) {
+  std::optional<FileLineColLoc> file = innermostFileLoc(loc);
+  if (!file)
+    return "<unknown>";
+  return (llvm::sys::path::filename(file->getFilename().getValue()) + ":" +
+          Twine(file->getLine()) + ":" + Twine(file->getColumn()))
+      .str();
+}
+
+std::string loom::describeValue(Value value) {
+  Location loc = value.getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return ("%" + name.getName().getValue()).str();
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return ("argument " + Twine(arg.getArgNumber())).str();
+  return ("the result of " + value.getDefiningOp()->getName().getStringRef())
+      .str();
+}

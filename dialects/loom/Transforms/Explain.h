@@ -1,0 +1,60 @@
+//===- Explain.h - Collectives and costs of a partitioned model -*- C++ -*-===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What `loomc --explain` and `loomc --report` print, shared with the
+// `loom-explain-collectives` pass so that remarks and tables agree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECT_LOOM_TRANSFORMS_EXPLAIN_H
+#define LOOM_DIALECT_LOOM_TRANSFORMS_EXPLAIN_H
+
+#include "dialects/loom/IR/LoomOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace loom {
+
+/// One collective of a per-device program and why it is there.
+struct CollectiveInfo {
+  mlir::Operation *op;
+  /// `all_reduce(sum)`, `all_gather`, ...
+  std::string kind;
+  llvm::SmallVector<llvm::StringRef> axes;
+  int64_t groupSize;
+  /// The per-device input, `4x64x128xbf16`.
+  std::string shape;
+  double bytesPerRank;
+  /// Iterations of the enclosing `loom.repeat`s.
+  int64_t iterations;
+  /// From `loom.reason`: the value, its layout and the one needed, the ops
+  /// that met, and conflicting annotations (empty when not recorded).
+  std::string value, from, to, producer, consumer, conflict;
+};
+
+std::vector<CollectiveInfo> collectCollectives(mlir::Operation *root);
+
+/// One line: kind, axes, shape, bytes per rank, iterations and reason.
+std::string describeCollective(const CollectiveInfo &info);
+
+/// The `loomc --explain` table.
+void printCollectiveTable(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// The `loomc --report` summary, as text or as JSON.
+void printReport(mlir::ModuleOp module, llvm::raw_ostream &os, bool json);
+
+/// Product of the counts of the `loom.repeat`s around `op`.
+int64_t countIterations(mlir::Operation *op);
+
+/// `4x64x128xbf16`.
+std::string formatShape(mlir::Type type);
+
+} // namespace loom
+
+#endif // LOOM_DIALECT_LOOM_TRANSFORMS_EXPLAIN_H

@@ -1,0 +1,150 @@
+//===- ExplainCollectives.cpp - Why each collective exists ----------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/Transforms/Explain.h"
+
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/TypeInference.h"
+#include "dialects/loom/Transforms/Passes.h"
+
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+namespace loom {
+#define GEN_PASS_DEF_LOOMEXPLAINCOLLECTIVES
+#include "dialects/loom/Transforms/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+int64_t loom::countIterations(Operation *op) {
+  int64_t iterations = 1;
+  for (auto repeat = op->getParentOfType<RepeatOp>(); repeat;
+       repeat = repeat->getParentOfType<RepeatOp>())
+    iterations *= repeat.getCount();
+  return iterations;
+}
+
+std::string loom::formatShape(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (int64_t size : tensor.getShape())
+    os << size << 'x';
+  os << tensor.getElementType();
+  return text;
+}
+
+std::vector<CollectiveInfo> loom::collectCollectives(Operation *root) {
+  std::vector<CollectiveInfo> infos;
+  root->walk([&](CollectiveOpInterface collective) {
+    Operation *op = collective;
+    CollectiveInfo info;
+    info.op = op;
+    info.kind = op->getName().stripDialect().str();
+    if (std::optional<ReductionKind> kind = collective.getReductionKind())
+      info.kind += ("(" + stringifyReductionKind(*kind) + ")").str();
+    info.axes = collective.getGroupAxes();
+    MeshOp mesh = lookupMesh(op, collective.getMeshRef());
+    info.groupSize = 1;
+    for (StringRef axis : info.axes)
+      info.groupSize *= mesh ? mesh.getAxisSize(axis).value_or(1) : 1;
+    Type shaped = op->getNumOperands() ? op->getOperand(0).getType()
+                                       : op->getResult(0).getType();
+    info.shape = formatShape(shaped);
+    info.bytesPerRank = collective.getBytesPerRank(info.groupSize);
+    info.iterations = countIterations(op);
+    if (auto reason =
+            op->getAttrOfType<DictionaryAttr>(LoomDialect::kReasonAttrName)) {
+      auto text = [&](StringRef key) {
+        if (auto value = reason.getAs<StringAttr>(key))
+          return value.getValue().str();
+        if (auto sharding = reason.getAs<ShardingAttr>(key))
+          return formatDims(sharding);
+        return std::string();
+      };
+      info.value = text("value");
+      info.from = text("from");
+      info.to = text("to");
+      info.producer = text("producer");
+      info.consumer = text("consumer");
+      info.conflict = text("conflict");
+    }
+    infos.push_back(std::move(info));
+  });
+  return infos;
+}
+
+/// Whole numbers print as integers, others in shortest form.
+static std::string formatNumber(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 9.0e15)
+    return std::to_string(static_cast<int64_t>(value));
+  return formatShortestDouble(value);
+}
+
+static std::string formatAxes(ArrayRef<StringRef> axes) {
+  std::string text = "[";
+  for (auto [index, axis] : llvm::enumerate(axes))
+    text += (index ? ", \"" : "\"") + axis.str() + "\"";
+  return text + "]";
+}
+
+std::string loom::describeCollective(const CollectiveInfo &info) {
+  std::string text = info.kind + " over " + formatAxes(info.axes) + " of " +
+                     info.shape + ": " + formatNumber(info.bytesPerRank) +
+                     " bytes per rank";
+  if (info.iterations > 1)
+    text += " x " + std::to_string(info.iterations) + " iterations";
+  if (!info.value.empty())
+    text += "; " + info.value + " is " + info.from + " from " + info.producer +
+            ", needed as " + info.to + " by " + info.consumer;
+  if (!info.conflict.empty())
+    text += "; conflicting annotations at " + info.conflict;
+  return text;
+}
+
+void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
+  std::vector<CollectiveInfo> infos = collectCollectives(module);
+  os << "collectives of the per-device program: " << infos.size() << "\n";
+  double total = 0;
+  for (auto [index, info] : llvm::enumerate(infos)) {
+    double bytes = info.bytesPerRank * info.iterations;
+    total += bytes;
+    os << llvm::format("%3zu. ", index + 1) << info.kind << " over "
+       << formatAxes(info.axes) << " (" << info.groupSize << " ranks), "
+       << info.shape << ", " << formatNumber(info.bytesPerRank)
+       << " bytes per rank";
+    if (info.iterations > 1)
+      os << " x " << info.iterations << " iterations = " << formatNumber(bytes);
+    os << "\n";
+    if (!info.value.empty()) {
+      os << "     " << info.value << ": " << info.from << " -> " << info.to
+         << "\n";
+      os << "     made by " << info.producer << "\n";
+      os << "     needed by " << info.consumer << "\n";
+    }
+    if (!info.conflict.empty())
+      os << "     conflicting annotations at " << info.conflict << "\n";
+  }
+  os << "total: " << formatNumber(total) << " bytes per rank per step\n";
+}
+
+namespace {
+struct ExplainCollectivesPass
+    : public loom::impl::LoomExplainCollectivesBase<ExplainCollectivesPass> {
+  using LoomExplainCollectivesBase::LoomExplainCollectivesBase;
+
+  void runOnOperation() override {
+    for (const CollectiveInfo &info : collectCollectives(getOperation())) {
+      info.op->emitRemark() << describeCollective(info);
+      ++numCollectives;
+    }
+  }
+};
+} // namespace

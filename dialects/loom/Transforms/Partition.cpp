@@ -1,0 +1,836 @@
+//===- Partition.cpp - The program each device runs ----------------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Rewrites a sharded model in place, op by op in program order. Every value
+// has a *layout*: the axes each dimension is split over plus the axes over
+// which it is still partial (a ShardingAttr with closed dimensions). For
+// each op the partitioner picks the axes of every factor of its rule (from
+// the result's recorded sharding, then from the operands for factors that
+// only operands have), reshards the operands to the layouts those axes
+// imply, and gives the results per-device types. Collectives go right after
+// the value they move and are shared by every consumer that needs the same
+// layout, so a value used inside a `loom.repeat` body but defined outside
+// is moved once, and a per-layer slice is moved inside the body.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/ShardingRule.h"
+#include "dialects/loom/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace loom {
+#define GEN_PASS_DEF_LOOMPARTITION
+#include "dialects/loom/Transforms/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+using Axes = SmallVector<StringAttr, 2>;
+
+/// How a partial operand may flow into an op.
+enum class Linearity {
+  /// Not linear: partial operands are reduced first.
+  None,
+  /// Linear in each operand alike (add, sub): equally partial operands
+  /// give an equally partial result.
+  Sum,
+  /// Linear in one operand when the others are not partial (mul, matmul,
+  /// einsum; div in its numerator).
+  Product,
+  /// One operand, linear (neg, transpose, reshape, sum, mean).
+  Unary,
+};
+
+Linearity linearityOf(Operation *op) {
+  if (isa<AddOp, SubOp>(op))
+    return Linearity::Sum;
+  if (isa<MulOp, MatmulOp, EinsumOp, DivOp>(op))
+    return Linearity::Product;
+  if (isa<NegOp, TransposeOp, ReshapeOp, SumOp, MeanOp>(op))
+    return Linearity::Unary;
+  return Linearity::None;
+}
+
+/// Whether the partitioner can split `op` along a factor of `kind`; it
+/// replicates the others.
+bool canSplit(Operation *op, FactorKind kind) {
+  switch (kind) {
+  case FactorKind::PassThrough:
+  case FactorKind::LinearReduction:
+    return !isa<ConstantOp>(op);
+  case FactorKind::NonLinearReduction:
+    return isa<MaxOp, CrossEntropyOp>(op);
+  case FactorKind::GatherIndex:
+    return isa<EmbeddingOp>(op);
+  case FactorKind::NeedReplication:
+    return false;
+  }
+  llvm_unreachable("unknown factor kind");
+}
+
+struct Layout {
+  SmallVector<Axes> dims;
+  Axes partial;
+  ReductionKind partialKind = ReductionKind::Sum;
+};
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp function, MeshOp mesh)
+      : function(function), mesh(mesh),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult partitionBlock(Block &block);
+  LogicalResult partitionOp(Operation *op);
+  LogicalResult partitionRepeat(RepeatOp repeat);
+  LogicalResult partitionRuled(Operation *op, ShardingRule rule);
+  LogicalResult splitCrossEntropy(CrossEntropyOp op, const Axes &vocab,
+                                  const Axes &batch);
+
+  /// `value` (already per device) moved to layout `target`, or failure when
+  /// that needs a collective over a manual axis.
+  FailureOr<Value> reshard(Value value, const Layout &target,
+                           Operation *consumer);
+
+  ShardingAttr toAttr(const Layout &layout);
+  Layout fromAttr(ShardingAttr sharding);
+  void setLayout(Value value, RankedTensorType global, Layout layout) {
+    globalTypes[value] = global;
+    layouts[value] = std::move(layout);
+    value.setType(getLocalType(global, toAttr(layouts[value]), mesh));
+  }
+  RankedTensorType localType(Value value, const Layout &layout) {
+    return getLocalType(globalTypes[value], toAttr(layout), mesh);
+  }
+  DictionaryAttr reasonFor(Value value, const Layout &from, const Layout &to,
+                           Operation *consumer);
+  ArrayAttr axesAttr(ArrayRef<StringAttr> axes) {
+    SmallVector<Attribute> attrs(axes.begin(), axes.end());
+    return ArrayAttr::get(function.getContext(), attrs);
+  }
+  Value scale(OpBuilder &builder, Location loc, Value value, double factor);
+
+  func::FuncOp function;
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  llvm::DenseMap<Value, Layout> layouts;
+  llvm::DenseMap<Value, RankedTensorType> globalTypes;
+  /// Names for values the partitioner makes, for `loom.reason`.
+  llvm::DenseMap<Value, std::string> valueNames;
+  llvm::DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
+  int64_t numCollectives = 0;
+
+public:
+  int64_t getNumCollectives() const { return numCollectives; }
+};
+
+} // namespace
+
+ShardingAttr Partitioner::toAttr(const Layout &layout) {
+  MLIRContext *context = function.getContext();
+  SmallVector<DimShardingAttr> dims;
+  for (const Axes &axes : layout.dims)
+    dims.push_back(DimShardingAttr::get(context, axes, true, std::nullopt));
+  return ShardingAttr::get(context, meshRef, dims, layout.partial,
+                           layout.partialKind);
+}
+
+Layout Partitioner::fromAttr(ShardingAttr sharding) {
+  Layout layout;
+  for (DimShardingAttr dim : sharding.getDims())
+    layout.dims.emplace_back(dim.getAxes().begin(), dim.getAxes().end());
+  layout.partial.assign(sharding.getPartialAxes().begin(),
+                        sharding.getPartialAxes().end());
+  return layout;
+}
+
+static std::string describeOp(Operation *op) {
+  StringRef what = isa<ShardOp>(op) ? StringRef("the sharding constraint")
+                                    : op->getName().getStringRef();
+  return (what + " at " + formatSourceLoc(op->getLoc())).str();
+}
+
+/// `loc` without the user's variable name, for ops the partitioner adds:
+/// a collective in front of `%x = ...` does not compute `%x`.
+static Location unnamed(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getChildLoc();
+  return loc;
+}
+
+DictionaryAttr Partitioner::reasonFor(Value value, const Layout &from,
+                                      const Layout &to, Operation *consumer) {
+  MLIRContext *context = function.getContext();
+  auto str = [&](StringRef text) { return StringAttr::get(context, text); };
+  std::string name = valueNames.lookup(value);
+  if (name.empty())
+    name = describeValue(value);
+  std::string producer =
+      value.getDefiningOp()
+          ? describeOp(value.getDefiningOp())
+          : describeValue(value) + " at " + formatSourceLoc(value.getLoc());
+  SmallVector<NamedAttribute> entries = {
+      {str("value"), str(name)},
+      {str("from"), toAttr(from)},
+      {str("to"), toAttr(to)},
+      {str("producer"), str(producer)},
+      {str("consumer"), str(describeOp(consumer))}};
+  if (auto reason =
+          consumer->getAttrOfType<DictionaryAttr>(LoomDialect::kReasonAttrName))
+    if (Attribute conflict = reason.get("conflict"))
+      entries.push_back({str("conflict"), conflict});
+  return DictionaryAttr::get(context, entries);
+}
+
+FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
+                                      Operation *consumer) {
+  const Layout &actual = layouts[value];
+  if (actual.dims == target.dims && actual.partial == target.partial)
+    return value;
+  ShardingAttr targetAttr = toAttr(target);
+  auto key = std::make_pair(value, Attribute(targetAttr));
+  if (auto it = reshardCache.find(key); it != reshardCache.end())
+    return it->second;
+
+  for (const Axes &axes : target.dims)
+    for (StringAttr axis : axes)
+      if (mesh.isManualAxis(axis.getValue()))
+        return consumer->emitError()
+               << "cannot move " << describeValue(value)
+               << " to a layout split over the manual axis '" << axis.getValue()
+               << "'; only the pipeline schedule uses it";
+
+  OpBuilder builder(function.getContext());
+  if (Operation *def = value.getDefiningOp())
+    builder.setInsertionPointAfter(def);
+  else
+    builder.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+  Location loc = unnamed(consumer->getLoc());
+  DictionaryAttr reason = reasonFor(value, actual, target, consumer);
+  RankedTensorType global = globalTypes[value];
+  Layout current = actual;
+  Value result = value;
+  auto emit = [&](Operation *collective) -> LogicalResult {
+    auto interface = cast<CollectiveOpInterface>(collective);
+    for (StringRef axis : interface.getGroupAxes())
+      if (mesh.isManualAxis(axis)) {
+        collective->erase();
+        return consumer->emitError()
+               << "moving " << describeValue(value) << " from "
+               << formatDims(toAttr(actual)) << " to " << formatDims(targetAttr)
+               << " needs a collective over the manual axis '" << axis
+               << "', which only the pipeline schedule may use";
+      }
+    collective->setAttr(LoomDialect::kReasonAttrName, reason);
+    result = collective->getResult(0);
+    globalTypes[result] = global;
+    layouts[result] = current;
+    ++numCollectives;
+    return success();
+  };
+
+  // Partial axes the target does not keep: reduce_scatter into a dimension
+  // the target splits over some of them, all_reduce the rest.
+  Axes reduce;
+  for (StringAttr axis : current.partial)
+    if (!llvm::is_contained(target.partial, axis))
+      reduce.push_back(axis);
+  if (!reduce.empty()) {
+    for (auto [dim, axes] : llvm::enumerate(target.dims)) {
+      Axes &have = current.dims[dim];
+      if (axes.size() <= have.size() ||
+          ArrayRef<StringAttr>(axes).take_front(have.size()) !=
+              ArrayRef<StringAttr>(have))
+        continue;
+      ArrayRef<StringAttr> added =
+          ArrayRef<StringAttr>(axes).drop_front(have.size());
+      if (!llvm::all_of(added, [&](StringAttr axis) {
+            return llvm::is_contained(reduce, axis);
+          }))
+        continue;
+      have.append(added.begin(), added.end());
+      llvm::erase_if(current.partial, [&](StringAttr axis) {
+        return llvm::is_contained(added, axis);
+      });
+      llvm::erase_if(reduce, [&](StringAttr axis) {
+        return llvm::is_contained(added, axis);
+      });
+      if (failed(emit(ReduceScatterOp::create(
+              builder, loc, localType(value, current), result, meshRef,
+              axesAttr(added), builder.getI64IntegerAttr(dim),
+              ReductionKindAttr::get(builder.getContext(),
+                                     ReductionKind::Sum)))))
+        return failure();
+      break;
+    }
+    if (!reduce.empty()) {
+      llvm::erase_if(current.partial, [&](StringAttr axis) {
+        return llvm::is_contained(reduce, axis);
+      });
+      if (failed(emit(
+              AllReduceOp::create(builder, loc, localType(value, current),
+                                  result, meshRef, axesAttr(reduce),
+                                  ReductionKindAttr::get(builder.getContext(),
+                                                         ReductionKind::Sum)))))
+        return failure();
+    }
+  }
+
+  // Dimensions: keep the common prefix, gather what the current layout has
+  // beyond it, slice in what the target has beyond it; an axis group that
+  // leaves one dimension for another moves by all_to_all.
+  struct Move {
+    int64_t dim;
+    Axes axes;
+  };
+  SmallVector<Move> gathers, slices;
+  for (auto [dim, pair] :
+       llvm::enumerate(llvm::zip(current.dims, target.dims))) {
+    auto &[have, want] = pair;
+    size_t common = 0;
+    while (common < have.size() && common < want.size() &&
+           have[common] == want[common])
+      ++common;
+    if (common < have.size())
+      gathers.push_back(
+          {static_cast<int64_t>(dim), Axes(have.begin() + common, have.end())});
+    if (common < want.size())
+      slices.push_back(
+          {static_cast<int64_t>(dim), Axes(want.begin() + common, want.end())});
+  }
+  for (Move &gather : gathers) {
+    auto *slice = llvm::find_if(slices, [&](const Move &slice) {
+      return slice.axes == gather.axes && slice.dim != gather.dim &&
+             current.dims[slice.dim].size() + gather.axes.size() ==
+                 target.dims[slice.dim].size();
+    });
+    if (slice == slices.end())
+      continue;
+    Axes &from = current.dims[gather.dim];
+    from.resize(from.size() - gather.axes.size());
+    Axes &to = current.dims[slice->dim];
+    to.append(slice->axes.begin(), slice->axes.end());
+    if (failed(emit(AllToAllOp::create(builder, loc, localType(value, current),
+                                       result, meshRef, axesAttr(gather.axes),
+                                       builder.getI64IntegerAttr(slice->dim),
+                                       builder.getI64IntegerAttr(gather.dim)))))
+      return failure();
+    gather.axes.clear();
+    slices.erase(slice);
+  }
+  auto inUse = [&](ArrayRef<StringAttr> axes) {
+    for (const Axes &dim : current.dims)
+      for (StringAttr axis : axes)
+        if (llvm::is_contained(dim, axis))
+          return true;
+    return false;
+  };
+  auto emitSlice = [&](Move &slice) -> LogicalResult {
+    Axes &to = current.dims[slice.dim];
+    to.append(slice.axes.begin(), slice.axes.end());
+    LogicalResult emitted = emit(AllSliceOp::create(
+        builder, loc, localType(value, current), result, meshRef,
+        axesAttr(slice.axes), builder.getI64IntegerAttr(slice.dim)));
+    slice.axes.clear();
+    return emitted;
+  };
+  // Slicing first leaves less to gather, when the axes are free.
+  for (Move &slice : slices)
+    if (!inUse(slice.axes) && failed(emitSlice(slice)))
+      return failure();
+  for (Move &gather : llvm::reverse(gathers)) {
+    if (gather.axes.empty())
+      continue;
+    Axes &from = current.dims[gather.dim];
+    from.resize(from.size() - gather.axes.size());
+    if (failed(emit(AllGatherOp::create(
+            builder, loc, localType(value, current), result, meshRef,
+            axesAttr(gather.axes), builder.getI64IntegerAttr(gather.dim)))))
+      return failure();
+  }
+  for (Move &slice : slices)
+    if (!slice.axes.empty() && failed(emitSlice(slice)))
+      return failure();
+
+  reshardCache[key] = result;
+  return result;
+}
+
+Value Partitioner::scale(OpBuilder &builder, Location loc, Value value,
+                         double factor) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto scalarType = RankedTensorType::get({}, type.getElementType());
+  auto constant = ConstantOp::create(
+      builder, loc, scalarType,
+      DenseElementsAttr::get(
+          scalarType,
+          builder.getFloatAttr(type.getElementType(), factor).getValue()));
+  return MulOp::create(builder, loc, type, value, constant);
+}
+
+LogicalResult Partitioner::partitionRuled(Operation *op, ShardingRule rule) {
+  size_t numFactors = rule.factors.size();
+  SmallVector<Axes> assigned(numFactors);
+  SmallVector<bool> blocked(numFactors, false);
+  for (auto [index, factor] : llvm::enumerate(rule.factors))
+    blocked[index] = !canSplit(op, factor.kind);
+  // Only a dimension's major factor is split: the minor ones replicate.
+  auto blockMinor = [&](ArrayRef<DimFactors> side) {
+    for (const DimFactors &dims : side)
+      for (const auto &factors : dims)
+        for (size_t i = 1; i < factors.size(); ++i)
+          blocked[factors[i]] = true;
+  };
+  blockMinor(rule.operands);
+  blockMinor(rule.results);
+
+  llvm::SmallDenseSet<StringAttr> used;
+  auto take = [&](int64_t factor, ArrayRef<StringAttr> axes) {
+    if (blocked[factor] || !assigned[factor].empty())
+      return;
+    int64_t devices = 1;
+    for (StringAttr axis : axes) {
+      int64_t next = devices * mesh.getAxisSize(axis.getValue()).value_or(1);
+      if (used.contains(axis) || mesh.isManualAxis(axis.getValue()) ||
+          rule.factors[factor].size % next != 0)
+        break;
+      assigned[factor].push_back(axis);
+      devices = next;
+    }
+    for (StringAttr axis : assigned[factor])
+      used.insert(axis);
+  };
+  for (auto [index, result] : llvm::enumerate(op->getResults()))
+    if (ShardingAttr recorded = getRecordedSharding(result))
+      for (auto [dim, factors] : llvm::enumerate(rule.results[index]))
+        if (!factors.empty())
+          take(factors.front(), recorded.getDims()[dim].getAxes());
+  for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+    for (auto [dim, factors] : llvm::enumerate(rule.operands[index]))
+      if (!factors.empty() &&
+          rule.factors[factors.front()].kind != FactorKind::PassThrough)
+        take(factors.front(), layouts[operand].dims[dim]);
+
+  auto layoutOf = [&](const DimFactors &dims) {
+    Layout layout;
+    for (const auto &factors : dims)
+      layout.dims.push_back(factors.empty() || blocked[factors.front()]
+                                ? Axes()
+                                : assigned[factors.front()]);
+    return layout;
+  };
+
+  // Which operands stay partial.
+  SmallVector<Axes> partials;
+  for (Value operand : op->getOperands())
+    partials.push_back(layouts[operand].partial);
+  auto clashes = [&](ArrayRef<StringAttr> partial) {
+    return llvm::any_of(partial,
+                        [&](StringAttr axis) { return used.contains(axis); });
+  };
+  SmallVector<bool> keep(op->getNumOperands(), false);
+  unsigned numPartial = llvm::count_if(
+      partials, [](const Axes &partial) { return !partial.empty(); });
+  switch (linearityOf(op)) {
+  case Linearity::None:
+    break;
+  case Linearity::Sum:
+    if (numPartial == op->getNumOperands() && llvm::all_equal(partials) &&
+        !clashes(partials.front()))
+      keep.assign(op->getNumOperands(), true);
+    break;
+  case Linearity::Product:
+    if (numPartial == 1) {
+      unsigned index =
+          llvm::find_if(partials,
+                        [](const Axes &partial) { return !partial.empty(); }) -
+          partials.begin();
+      keep[index] = !clashes(partials[index]) && !(isa<DivOp>(op) && index);
+    }
+    break;
+  case Linearity::Unary:
+    keep[0] = !partials.front().empty() && !clashes(partials.front());
+    break;
+  }
+
+  Axes resultPartial;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    Layout target = layoutOf(rule.operands[index]);
+    if (keep[index]) {
+      target.partial = partials[index];
+      for (StringAttr axis : partials[index])
+        if (!llvm::is_contained(resultPartial, axis))
+          resultPartial.push_back(axis);
+    }
+    FailureOr<Value> moved = reshard(operand, target, op);
+    if (failed(moved))
+      return failure();
+    op->setOperand(index, *moved);
+  }
+  Axes reduced, vocab, linear;
+  for (auto [index, factor] : llvm::enumerate(rule.factors)) {
+    Axes &axes = assigned[index];
+    if (factor.kind == FactorKind::LinearReduction)
+      linear.append(axes.begin(), axes.end());
+    else if (factor.kind == FactorKind::GatherIndex ||
+             factor.kind == FactorKind::NonLinearReduction)
+      vocab.append(axes.begin(), axes.end());
+  }
+
+  if (auto crossEntropy = dyn_cast<CrossEntropyOp>(op)) {
+    if (!vocab.empty() || !linear.empty())
+      return splitCrossEntropy(crossEntropy, vocab, linear);
+  }
+
+  for (auto [index, result] : llvm::enumerate(op->getResults())) {
+    Layout layout = layoutOf(rule.results[index]);
+    layout.partial = resultPartial;
+    if (!isa<MaxOp>(op))
+      layout.partial.append(linear.begin(), linear.end());
+    if (isa<EmbeddingOp>(op))
+      layout.partial.append(vocab.begin(), vocab.end());
+    setLayout(result, cast<RankedTensorType>(result.getType()), layout);
+  }
+
+  OpBuilder builder(op->getContext());
+  builder.setInsertionPointAfter(op);
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    // Dimensions taken whole keep their (now per-device) whole extent.
+    SmallVector<int64_t> limit(slice.getLimit());
+    for (auto [index, size] :
+         llvm::enumerate(slice.getInput().getType().getShape()))
+      if (slice.getStart()[index] == 0 &&
+          limit[index] == globalTypes[slice.getResult()].getShape()[index])
+        limit[index] = size;
+    slice.setLimit(limit);
+  } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    if (!vocab.empty()) {
+      embedding.setMeshAttr(meshRef);
+      embedding.setVocabAxesAttr(axesAttr(vocab));
+    }
+  } else if (auto mean = dyn_cast<MeanOp>(op)) {
+    // Each device's mean is over its piece: scale to a share of the global
+    // mean, so the pieces add up.
+    int64_t devices = countDevices(mesh, linear);
+    if (devices > 1) {
+      Value result = mean.getResult();
+      Value scaled = scale(builder, op->getLoc(), result, 1.0 / devices);
+      result.replaceAllUsesExcept(scaled, scaled.getDefiningOp());
+      valueNames[scaled] = "this device's share of the mean";
+      globalTypes[scaled] = globalTypes[result];
+      layouts[scaled] = layouts[result];
+    }
+  } else if (auto max = dyn_cast<MaxOp>(op)) {
+    if (!vocab.empty()) {
+      Value result = max.getResult();
+      Layout before = layouts[result];
+      auto reduce = AllReduceOp::create(
+          builder, unnamed(op->getLoc()), result.getType(), result, meshRef,
+          axesAttr(vocab),
+          ReductionKindAttr::get(builder.getContext(), ReductionKind::Max));
+      Layout pieces = before;
+      pieces.partial = vocab;
+      pieces.partialKind = ReductionKind::Max;
+      reduce->setAttr(LoomDialect::kReasonAttrName,
+                      reasonFor(result, pieces, before, op));
+      result.replaceAllUsesExcept(reduce.getResult(), reduce);
+      globalTypes[reduce.getResult()] = globalTypes[result];
+      layouts[reduce.getResult()] = before;
+      ++numCollectives;
+    }
+  }
+  return success();
+}
+
+LogicalResult Partitioner::splitCrossEntropy(CrossEntropyOp op,
+                                             const Axes &vocab,
+                                             const Axes &batch) {
+  // logsumexp over the local vocabulary piece, finished by all_reduce(max)
+  // and all_reduce(sum) over the vocabulary axes; the target logit by a
+  // masked lookup summed over them; the mean by a local sum scaled by the
+  // global token count, partial over the batch axes.
+  OpBuilder builder(op);
+  Location loc = op.getLoc();
+  MLIRContext *context = op.getContext();
+  Type f32 = builder.getF32Type();
+  Value logits = op.getLogits(), targets = op.getTargets();
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  int64_t rank = logitsType.getRank();
+  auto tokensType =
+      RankedTensorType::get(logitsType.getShape().drop_back(), f32);
+  int64_t globalTokens = 1;
+  for (int64_t size : globalTypes[op.getTargets()].getShape())
+    globalTokens *= size;
+
+  if (!vocab.empty()) {
+    Value x = logits;
+    if (logitsType.getElementType() != f32)
+      x = CastOp::create(builder, loc, logitsType.clone(f32), logits);
+    auto reduceOver = [&](Value value, ReductionKind kind, StringRef what) {
+      auto reduce = AllReduceOp::create(builder, loc, value.getType(), value,
+                                        meshRef, axesAttr(vocab),
+                                        ReductionKindAttr::get(context, kind));
+      Layout pieces;
+      pieces.dims.assign(rank - 1, Axes());
+      for (auto [dim, axes] : llvm::enumerate(layouts[targets].dims))
+        pieces.dims[dim] = axes;
+      Layout whole = pieces;
+      pieces.partial = vocab;
+      pieces.partialKind = kind;
+      DictionaryAttr reason = reasonFor(logits, pieces, whole, op);
+      NamedAttrList entries(reason);
+      entries.set("value", StringAttr::get(context, what));
+      reduce->setAttr(LoomDialect::kReasonAttrName,
+                      entries.getDictionary(context));
+      ++numCollectives;
+      return reduce.getResult();
+    };
+    SmallVector<int64_t> last = {rank - 1};
+    Value max = MaxOp::create(builder, loc, tokensType, x,
+                              builder.getDenseI64ArrayAttr(last), false);
+    max = reduceOver(max, ReductionKind::Max, "the max logit per token");
+    SmallVector<int64_t> keptShape(tokensType.getShape());
+    keptShape.push_back(1);
+    Value maxKept = ReshapeOp::create(
+        builder, loc, RankedTensorType::get(keptShape, f32), max);
+    Value shifted = SubOp::create(builder, loc, x.getType(), x, maxKept);
+    Value exps = ExpOp::create(builder, loc, x.getType(), shifted);
+    Value sum = SumOp::create(builder, loc, tokensType, exps,
+                              builder.getDenseI64ArrayAttr(last), false);
+    sum = reduceOver(sum, ReductionKind::Sum, "the sum of exp per token");
+    Value picked = PickOp::create(builder, loc, tokensType, x, targets, meshRef,
+                                  axesAttr(vocab));
+    picked = reduceOver(picked, ReductionKind::Sum, "the target logit");
+    Value logSum = LogOp::create(builder, loc, tokensType, sum);
+    Value lse = AddOp::create(builder, loc, tokensType, logSum, max);
+    Value losses = SubOp::create(builder, loc, tokensType, lse, picked);
+    SmallVector<int64_t> all;
+    for (int64_t dim = 0; dim < rank - 1; ++dim)
+      all.push_back(dim);
+    auto scalarType = RankedTensorType::get({}, f32);
+    Value total = SumOp::create(builder, loc, scalarType, losses,
+                                builder.getDenseI64ArrayAttr(all), false);
+    Value loss = scale(builder, loc, total, 1.0 / globalTokens);
+    valueNames[loss] = "this device's share of the cross-entropy";
+    Layout layout;
+    layout.partial = batch;
+    RankedTensorType global = cast<RankedTensorType>(op.getType());
+    op.getResult().replaceAllUsesWith(loss);
+    op.erase();
+    setLayout(loss, global, layout);
+    return success();
+  }
+
+  // Only tokens are split: each device's mean, scaled to its share.
+  Layout layout;
+  layout.partial = batch;
+  auto global = cast<RankedTensorType>(op.getType());
+  setLayout(op.getResult(), global, layout);
+  builder.setInsertionPointAfter(op);
+  Value loss =
+      scale(builder, loc, op.getResult(), 1.0 / countDevices(mesh, batch));
+  op.getResult().replaceAllUsesExcept(loss, loss.getDefiningOp());
+  valueNames[loss] = "this device's share of the cross-entropy";
+  globalTypes[loss] = global;
+  layouts[loss] = layout;
+  return success();
+}
+
+LogicalResult Partitioner::partitionRepeat(RepeatOp repeat) {
+  Block &body = repeat.getBody().front();
+  auto bodyShardings =
+      repeat->getAttrOfType<ArrayAttr>(LoomDialect::kBodyShardingsAttrName);
+  if (!bodyShardings)
+    return repeat.emitError("loom.repeat has no body shardings; run "
+                            "loom-propagate-shardings first");
+  unsigned numCarried = repeat.getCarried().size();
+  for (unsigned i = 0; i < numCarried; ++i) {
+    Layout layout = fromAttr(cast<ShardingAttr>(bodyShardings[i]));
+    FailureOr<Value> moved = reshard(repeat->getOperand(i), layout, repeat);
+    if (failed(moved))
+      return failure();
+    repeat->setOperand(i, *moved);
+    BlockArgument arg = body.getArgument(i);
+    setLayout(arg, cast<RankedTensorType>(arg.getType()), layout);
+  }
+  for (auto [index, stacked] : llvm::enumerate(repeat.getStacked())) {
+    // The layer dimension stays whole (or on the pipeline's manual axis):
+    // each iteration's slice keeps the stack's layout of the other
+    // dimensions, and is resharded inside the body if a use needs it.
+    Layout layout = layouts[stacked];
+    for (StringAttr axis : layout.dims.front())
+      if (!mesh.isManualAxis(axis.getValue()))
+        return repeat.emitError()
+               << "the layer dimension of stacked operand "
+               << describeValue(stacked) << " is split over '"
+               << axis.getValue()
+               << "'; only the pipeline schedule's manual axis may split it";
+    if (!layout.partial.empty()) {
+      Layout whole = layout;
+      whole.partial.clear();
+      FailureOr<Value> moved = reshard(stacked, whole, repeat);
+      if (failed(moved))
+        return failure();
+      repeat->setOperand(numCarried + index, *moved);
+      layout = whole;
+    }
+    Layout slice;
+    slice.dims.assign(layout.dims.begin() + 1, layout.dims.end());
+    BlockArgument arg = body.getArgument(numCarried + index);
+    setLayout(arg, cast<RankedTensorType>(arg.getType()), slice);
+  }
+
+  if (failed(partitionBlock(body)))
+    return failure();
+
+  Operation *yield = body.getTerminator();
+  for (unsigned i = 0; i < repeat->getNumResults(); ++i) {
+    OpResult result = repeat->getResult(i);
+    auto global = cast<RankedTensorType>(result.getType());
+    Layout layout = fromAttr(getRecordedSharding(result));
+    if (i < numCarried)
+      layout = layouts[body.getArgument(i)];
+    Layout perIteration = layout;
+    if (i >= numCarried)
+      perIteration.dims.erase(perIteration.dims.begin());
+    FailureOr<Value> moved = reshard(yield->getOperand(i), perIteration, yield);
+    if (failed(moved))
+      return failure();
+    yield->setOperand(i, *moved);
+    setLayout(result, global, layout);
+  }
+  return success();
+}
+
+LogicalResult Partitioner::partitionOp(Operation *op) {
+  if (auto shard = dyn_cast<ShardOp>(op)) {
+    Layout target = fromAttr(getRecordedSharding(shard.getResult()));
+    target.partial.assign(shard.getSharding().getPartialAxes().begin(),
+                          shard.getSharding().getPartialAxes().end());
+    FailureOr<Value> moved = reshard(shard.getInput(), target, op);
+    if (failed(moved))
+      return failure();
+    shard.getResult().replaceAllUsesWith(*moved);
+    op->erase();
+    return success();
+  }
+  if (auto returnOp = dyn_cast<func::ReturnOp>(op)) {
+    for (auto [index, operand] : llvm::enumerate(returnOp.getOperands())) {
+      auto sharding = function.getResultAttrOfType<ShardingAttr>(
+          index, LoomDialect::kShardingAttrName);
+      Layout target;
+      if (sharding)
+        target = fromAttr(sharding);
+      else
+        target.dims.assign(cast<RankedTensorType>(operand.getType()).getRank(),
+                           Axes());
+      FailureOr<Value> moved = reshard(operand, target, op);
+      if (failed(moved))
+        return failure();
+      returnOp->setOperand(index, *moved);
+    }
+    return success();
+  }
+  if (isa<YieldOp>(op))
+    return success(); // the enclosing repeat reshards what is yielded
+  if (auto repeat = dyn_cast<RepeatOp>(op))
+    return partitionRepeat(repeat);
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    Layout layout;
+    layout.dims.assign(constant.getType().getRank(), Axes());
+    setLayout(constant.getResult(), constant.getType(), layout);
+    return success();
+  }
+  if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op)) {
+    // Rules describe global shapes: read this one with the operands' global
+    // types in place for a moment.
+    llvm::SmallMapVector<Value, Type, 4> localTypes;
+    for (Value operand : op->getOperands())
+      localTypes.insert({operand, operand.getType()});
+    for (auto [operand, type] : localTypes)
+      operand.setType(globalTypes[operand]);
+    ShardingRule rule = ruled.getShardingRule();
+    for (auto [operand, type] : localTypes)
+      operand.setType(type);
+    return partitionRuled(op, std::move(rule));
+  }
+  return op->emitError("the partitioner does not know how to split this op");
+}
+
+LogicalResult Partitioner::partitionBlock(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block))
+    if (failed(partitionOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  Block &entry = function.getBody().front();
+  for (BlockArgument arg : entry.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      return function.emitError("model arguments must be tensors");
+    Layout layout;
+    if (ShardingAttr sharding = getRecordedSharding(arg))
+      layout = fromAttr(sharding);
+    else
+      layout.dims.assign(type.getRank(), Axes());
+    setLayout(arg, type, layout);
+  }
+  if (failed(partitionBlock(entry)))
+    return failure();
+
+  // The ops' global shardings were the partitioner's input; what remains
+  // is the per-device program, whose ABI is the arguments' and results'.
+  function.walk([](Operation *op) {
+    op->removeAttr(LoomDialect::kShardingAttrName);
+    op->removeAttr(LoomDialect::kBodyShardingsAttrName);
+  });
+  function.setType(FunctionType::get(function.getContext(),
+                                     entry.getArgumentTypes(),
+                                     entry.getTerminator()->getOperandTypes()));
+  function->setAttr(LoomDialect::kSpmdAttrName,
+                    UnitAttr::get(function.getContext()));
+  return success();
+}
+
+namespace {
+struct PartitionPass : public loom::impl::LoomPartitionBase<PartitionPass> {
+  using LoomPartitionBase::LoomPartitionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (!function->hasAttr(LoomDialect::kModelAttrName) ||
+          function->hasAttr(LoomDialect::kSpmdAttrName))
+        continue;
+      if (meshes.size() != 1) {
+        function.emitError("partitioning needs exactly one loom.mesh in the "
+                           "module, found ")
+            << meshes.size();
+        return signalPassFailure();
+      }
+      Partitioner partitioner(function, meshes.front());
+      if (failed(partitioner.run()))
+        return signalPassFailure();
+      numCollectives += partitioner.getNumCollectives();
+    }
+  }
+};
+} // namespace

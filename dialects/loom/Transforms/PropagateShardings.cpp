@@ -1,0 +1,487 @@
+//===- PropagateShardings.cpp - Give every value a sharding ---------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Fixed-point propagation in the manner of Shardy: every op's sharding rule
+// ties dimensions of its operands and results through factors; a factor
+// takes the axes of its members, and open dimensions of the other members
+// take them too. Axes are only ever added to open dimensions, never removed,
+// so user annotations (closed dimensions, the axes written on open ones)
+// survive. Priorities run in rounds (p0 first, unprioritised last). Two
+// annotations that disagree on one factor get an explicit reshard on the
+// operand that is cheaper to move, with a remark naming both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/ShardingRule.h"
+#include "dialects/loom/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace loom {
+#define GEN_PASS_DEF_LOOMPROPAGATESHARDINGS
+#include "dialects/loom/Transforms/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+constexpr int64_t kNoPriority = std::numeric_limits<int64_t>::max();
+
+struct DimState {
+  SmallVector<StringAttr, 2> axes;
+  bool closed = false;
+  int64_t priority = kNoPriority;
+  /// The annotation these axes (or this closed dimension) come from.
+  LocationAttr origin;
+};
+
+/// One dimension of one value.
+struct Member {
+  Value value;
+  int64_t dim;
+  /// An operand of the op the group belongs to (one a reshard can move).
+  std::optional<unsigned> operandIndex;
+};
+
+/// Dimensions that must be sharded alike: one factor of an op's rule, or one
+/// dimension tied through `loom.shard` or `loom.repeat`.
+struct FactorGroup {
+  SmallVector<Member, 4> members;
+};
+
+struct OpGroups {
+  Operation *op;
+  SmallVector<FactorGroup> groups;
+  /// Whether all groups belong to one op instance that must not use an axis
+  /// for two factors (false for the independent ties of `loom.repeat`).
+  bool exclusiveAxes;
+};
+
+bool isPrefix(ArrayRef<StringAttr> prefix, ArrayRef<StringAttr> axes) {
+  return prefix.size() <= axes.size() &&
+         prefix == axes.take_front(prefix.size());
+}
+
+class Propagator {
+public:
+  Propagator(func::FuncOp function, MeshOp mesh)
+      : function(function), mesh(mesh) {}
+
+  LogicalResult run();
+
+private:
+  void initialize();
+  void buildGroups(Operation *op);
+  enum class Outcome { Unchanged, Changed, Rebuilt };
+  bool processGroups(size_t opIndex, int64_t round);
+  Outcome processGroup(OpGroups &groups, size_t groupIndex, int64_t round);
+  void reshardOperand(Operation *op, Member loser, DimState winner,
+                      DimState lost);
+  void writeBack();
+
+  DimState &dimOf(const Member &member) {
+    return states[member.value][member.dim];
+  }
+  SmallVector<DimState> &stateOf(Value value) { return states[value]; }
+  void addValue(Value value, ShardingAttr sharding, LocationAttr origin);
+
+  func::FuncOp function;
+  MeshOp mesh;
+  llvm::MapVector<Value, SmallVector<DimState>> states;
+  std::vector<OpGroups> opGroups;
+  llvm::DenseMap<Operation *, size_t> groupIndex;
+  SmallVector<int64_t> rounds;
+  SmallVector<Operation *> pendingRebuild;
+};
+
+} // namespace
+
+void Propagator::addValue(Value value, ShardingAttr sharding,
+                          LocationAttr origin) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return;
+  SmallVector<DimState> dims(type.getRank());
+  if (sharding) {
+    for (auto [dim, attr] : llvm::zip(dims, sharding.getDims())) {
+      dim.axes.assign(attr.getAxes().begin(), attr.getAxes().end());
+      dim.closed = attr.getIsClosed();
+      dim.priority = attr.getPriority().value_or(kNoPriority);
+      if (!dim.axes.empty() || dim.closed)
+        dim.origin = origin;
+      if (attr.getPriority())
+        rounds.push_back(*attr.getPriority());
+    }
+  }
+  states[value] = std::move(dims);
+}
+
+void Propagator::initialize() {
+  for (BlockArgument arg : function.getArguments())
+    addValue(arg, getRecordedSharding(arg), arg.getLoc());
+  function.walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (BlockArgument arg : region.getArguments())
+        addValue(arg, getRecordedSharding(arg), {});
+    for (OpResult result : op->getResults()) {
+      ShardingAttr sharding = getRecordedSharding(result);
+      if (auto shard = dyn_cast<ShardOp>(op))
+        sharding = shard.getSharding();
+      addValue(result, sharding,
+               sharding ? LocationAttr(op->getLoc()) : LocationAttr());
+    }
+  });
+}
+
+void Propagator::buildGroups(Operation *op) {
+  OpGroups entry{op, {}, true};
+  auto tieDims = [&](ArrayRef<std::pair<Value, int64_t>> values, int64_t rank,
+                     std::optional<unsigned> operandIndex = std::nullopt) {
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      FactorGroup group;
+      for (auto [index, pair] : llvm::enumerate(values))
+        group.members.push_back({pair.first, dim + pair.second,
+                                 index == 0 ? operandIndex : std::nullopt});
+      entry.groups.push_back(std::move(group));
+    }
+  };
+  if (auto repeat = dyn_cast<RepeatOp>(op)) {
+    entry.exclusiveAxes = false;
+    Block &body = repeat.getBody().front();
+    Operation *yield = body.getTerminator();
+    unsigned numCarried = repeat.getCarried().size();
+    for (unsigned i = 0; i < numCarried; ++i) {
+      int64_t rank =
+          cast<RankedTensorType>(body.getArgument(i).getType()).getRank();
+      tieDims({{repeat.getCarried()[i], 0},
+               {body.getArgument(i), 0},
+               {yield->getOperand(i), 0},
+               {repeat->getResult(i), 0}},
+              rank);
+    }
+    // Stacked operands and results lose (gain) the leading layer dimension.
+    for (auto [index, stacked] : llvm::enumerate(repeat.getStacked())) {
+      BlockArgument arg = body.getArgument(numCarried + index);
+      tieDims({{arg, 0}, {stacked, 1}},
+              cast<RankedTensorType>(arg.getType()).getRank());
+    }
+    for (unsigned i = numCarried; i < repeat->getNumResults(); ++i) {
+      Value yielded = yield->getOperand(i);
+      tieDims({{yielded, 0}, {repeat->getResult(i), 1}},
+              cast<RankedTensorType>(yielded.getType()).getRank());
+    }
+  } else if (auto shard = dyn_cast<ShardOp>(op)) {
+    tieDims({{shard.getInput(), 0}, {shard.getResult(), 0}},
+            shard.getType().getRank(), /*operandIndex=*/0);
+  } else if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op)) {
+    ShardingRule rule = ruled.getShardingRule();
+    SmallVector<FactorGroup> groups(rule.factors.size());
+    auto addMembers = [&](ValueRange values, ArrayRef<DimFactors> dims,
+                          bool isOperand) {
+      for (auto [index, value] : llvm::enumerate(values))
+        for (auto [dim, factors] : llvm::enumerate(dims[index])) {
+          // Only a dimension's major factor carries its axes.
+          if (factors.empty())
+            continue;
+          groups[factors.front()].members.push_back(
+              {value, static_cast<int64_t>(dim),
+               isOperand ? std::optional<unsigned>(index) : std::nullopt});
+        }
+    };
+    addMembers(op->getOperands(), rule.operands, true);
+    addMembers(op->getResults(), rule.results, false);
+    for (auto [factor, group] : llvm::zip(rule.factors, groups))
+      if (factor.kind != FactorKind::NeedReplication &&
+          factor.kind != FactorKind::GatherIndex && group.members.size() > 1)
+        entry.groups.push_back(std::move(group));
+  } else {
+    return;
+  }
+  auto [it, inserted] = groupIndex.try_emplace(op, opGroups.size());
+  if (inserted)
+    opGroups.push_back(std::move(entry));
+  else
+    opGroups[it->second] = std::move(entry);
+}
+
+/// Whether an axis of `axes` is used by a dimension of `value` other than
+/// `dim`.
+static bool usedElsewhere(ArrayRef<DimState> dims, int64_t dim,
+                          StringAttr axis) {
+  for (auto [index, other] : llvm::enumerate(dims))
+    if (static_cast<int64_t>(index) != dim &&
+        llvm::is_contained(other.axes, axis))
+      return true;
+  return false;
+}
+
+Propagator::Outcome Propagator::processGroup(OpGroups &groups,
+                                             size_t groupIndex, int64_t round) {
+  FactorGroup &group = groups.groups[groupIndex];
+  // Candidates in order: highest priority first, closed before open.
+  SmallVector<unsigned> order;
+  for (auto [index, member] : llvm::enumerate(group.members)) {
+    DimState &dim = dimOf(member);
+    if ((!dim.axes.empty() || dim.closed) && dim.priority <= round)
+      order.push_back(index);
+  }
+  if (order.empty())
+    return Outcome::Unchanged;
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    DimState &da = dimOf(group.members[a]), &db = dimOf(group.members[b]);
+    if (da.priority != db.priority)
+      return da.priority < db.priority;
+    return da.closed && !db.closed;
+  });
+
+  DimState target = dimOf(group.members[order.front()]);
+  unsigned targetIndex = order.front();
+  for (unsigned index : llvm::drop_begin(order)) {
+    DimState &candidate = dimOf(group.members[index]);
+    if (candidate.axes == target.axes) {
+      target.closed |= candidate.closed;
+      continue;
+    }
+    if (!target.closed && isPrefix(target.axes, candidate.axes)) {
+      target = candidate;
+      targetIndex = index;
+      continue;
+    }
+    if (!candidate.closed && isPrefix(candidate.axes, target.axes))
+      continue;
+    // Two annotations disagree: reshard the operand that is cheaper to move.
+    if (!target.origin || !candidate.origin || !groups.exclusiveAxes)
+      continue;
+    const Member &a = group.members[targetIndex];
+    const Member &b = group.members[index];
+    auto bytes = [](Value value) {
+      auto type = cast<RankedTensorType>(value.getType());
+      return type.getNumElements() *
+             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    };
+    bool moveA = a.operandIndex &&
+                 (!b.operandIndex || (target.priority == candidate.priority &&
+                                      bytes(a.value) < bytes(b.value)));
+    if (moveA)
+      reshardOperand(groups.op, a, candidate, target);
+    else if (b.operandIndex)
+      reshardOperand(groups.op, b, target, candidate);
+    else
+      continue;
+    return Outcome::Rebuilt;
+  }
+
+  // Axes other factors of the op use: one axis never serves two factors.
+  llvm::SmallDenseSet<StringAttr> otherAxes;
+  if (groups.exclusiveAxes)
+    for (auto [index, other] : llvm::enumerate(groups.groups))
+      if (index != groupIndex)
+        for (const Member &member : other.members)
+          for (StringAttr axis : dimOf(member).axes)
+            otherAxes.insert(axis);
+
+  // Keep the axes that fit: not manual, not used by another factor or by
+  // another dimension of a member, and dividing every member.
+  SmallVector<StringAttr, 2> axes;
+  int64_t devices = 1;
+  for (StringAttr axis : target.axes) {
+    if (mesh.isManualAxis(axis.getValue()) || otherAxes.contains(axis))
+      break;
+    bool fits = true;
+    int64_t next = devices * mesh.getAxisSize(axis.getValue()).value_or(1);
+    for (const Member &member : group.members) {
+      auto type = cast<RankedTensorType>(member.value.getType());
+      if (type.getShape()[member.dim] % next != 0 ||
+          usedElsewhere(states[member.value], member.dim, axis))
+        fits = false;
+    }
+    if (!fits)
+      break;
+    axes.push_back(axis);
+    devices = next;
+  }
+
+  bool changed = false;
+  for (const Member &member : group.members) {
+    DimState &dim = dimOf(member);
+    if (dim.closed || dim.axes.size() >= axes.size() ||
+        !isPrefix(dim.axes, axes))
+      continue;
+    dim.axes = axes;
+    dim.priority = std::min(dim.priority, target.priority);
+    dim.origin = target.origin;
+    changed = true;
+  }
+  return changed ? Outcome::Changed : Outcome::Unchanged;
+}
+
+bool Propagator::processGroups(size_t opIndex, int64_t round) {
+  bool changed = false;
+  for (size_t i = 0; i < opGroups[opIndex].groups.size(); ++i) {
+    Outcome outcome = processGroup(opGroups[opIndex], i, round);
+    if (outcome == Outcome::Rebuilt) {
+      // The op has a new operand: rebuild its groups and its reshard's.
+      for (Operation *op : llvm::make_early_inc_range(pendingRebuild))
+        buildGroups(op);
+      pendingRebuild.clear();
+      return true;
+    }
+    changed |= outcome == Outcome::Changed;
+  }
+  return changed;
+}
+
+void Propagator::reshardOperand(Operation *op, Member loser, DimState winner,
+                                DimState lost) {
+  Value value = loser.value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<DimState> dims = states[value];
+  DimState &dim = dims[loser.dim];
+  dim = winner;
+  dim.closed = true;
+  MLIRContext *context = op->getContext();
+  SmallVector<DimShardingAttr> attrs;
+  for (auto [index, other] : llvm::enumerate(dims)) {
+    if (static_cast<int64_t>(index) != loser.dim)
+      llvm::erase_if(other.axes, [&](StringAttr axis) {
+        return llvm::is_contained(winner.axes, axis);
+      });
+    other.closed = true;
+    attrs.push_back(
+        DimShardingAttr::get(context, other.axes, true, std::nullopt));
+  }
+  auto sharding =
+      ShardingAttr::get(context, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                        attrs, {}, ReductionKind::Sum);
+
+  OpBuilder builder(op);
+  auto shard = ShardOp::create(builder, op->getLoc(), value, sharding);
+  auto formatAxes = [](ArrayRef<StringAttr> axes) {
+    std::string text = "{";
+    for (auto [index, axis] : llvm::enumerate(axes))
+      text += (index ? ", \"" : "\"") + axis.getValue().str() + "\"";
+    return text + "}";
+  };
+  std::string winnerLoc = formatSourceLoc(cast<Location>(winner.origin));
+  std::string loserLoc = formatSourceLoc(cast<Location>(lost.origin));
+  shard->setAttr(
+      LoomDialect::kReasonAttrName,
+      DictionaryAttr::get(
+          context, {NamedAttribute(StringAttr::get(context, "conflict"),
+                                   StringAttr::get(context, winnerLoc + " vs " +
+                                                                loserLoc))}));
+  shard->emitRemark() << "reshard of " << describeValue(value) << " for "
+                      << op->getName() << ": its dimension " << loser.dim
+                      << " is " << formatAxes(lost.axes)
+                      << " by the annotation at " << loserLoc << " but "
+                      << formatAxes(winner.axes) << " by the annotation at "
+                      << winnerLoc << "; moving " << describeValue(value)
+                      << " (" << type.getNumElements() << " elements) costs "
+                      << "fewer bytes";
+  op->setOperand(*loser.operandIndex, shard.getResult());
+  states[shard.getResult()] = dims;
+  for (DimState &state : states[shard.getResult()])
+    state.origin = op->getLoc();
+  states[shard.getResult()][loser.dim].origin = winner.origin;
+  pendingRebuild.push_back(shard);
+  pendingRebuild.push_back(op);
+}
+
+void Propagator::writeBack() {
+  MLIRContext *context = function.getContext();
+  auto meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  auto toAttr = [&](ArrayRef<DimState> dims) {
+    SmallVector<DimShardingAttr> attrs;
+    for (const DimState &dim : dims)
+      attrs.push_back(
+          DimShardingAttr::get(context, dim.axes, true, std::nullopt));
+    return ShardingAttr::get(context, meshRef, attrs, {}, ReductionKind::Sum);
+  };
+  function.walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (BlockArgument arg : region.getArguments())
+        if (states.count(arg))
+          setRecordedSharding(arg, toAttr(states[arg]));
+    for (OpResult result : op->getResults())
+      if (states.count(result))
+        setRecordedSharding(result, toAttr(states[result]));
+  });
+}
+
+LogicalResult Propagator::run() {
+  initialize();
+  // Model outputs are closed annotations: make them constraints on the
+  // returned values so they propagate backwards.
+  auto returnOp =
+      cast<func::ReturnOp>(function.getBody().front().getTerminator());
+  for (auto [index, operand] : llvm::enumerate(returnOp.getOperands())) {
+    auto sharding = function.getResultAttrOfType<ShardingAttr>(
+        index, LoomDialect::kShardingAttrName);
+    if (!sharding || llvm::all_of(sharding.getDims(), [](DimShardingAttr dim) {
+          return dim.getAxes().empty();
+        }))
+      continue;
+    OpBuilder builder(returnOp);
+    auto shard = ShardOp::create(builder, returnOp.getLoc(), operand, sharding);
+    returnOp->setOperand(index, shard.getResult());
+    addValue(shard.getResult(), sharding, returnOp.getLoc());
+  }
+
+  function.walk([&](Operation *op) { buildGroups(op); });
+  llvm::sort(rounds);
+  rounds.erase(llvm::unique(rounds), rounds.end());
+  rounds.push_back(kNoPriority);
+  constexpr int kMaxSweeps = 64;
+  for (int64_t round : rounds) {
+    for (int sweep = 0;; ++sweep) {
+      if (sweep == kMaxSweeps)
+        return function.emitError("sharding propagation did not converge in ")
+               << kMaxSweeps << " sweeps";
+      bool changed = false;
+      for (size_t i = 0; i < opGroups.size(); ++i)
+        changed |= processGroups(i, round);
+      for (size_t i = opGroups.size(); i-- > 0;)
+        changed |= processGroups(i, round);
+      if (!changed)
+        break;
+    }
+  }
+  writeBack();
+  return success();
+}
+
+namespace {
+struct PropagateShardingsPass
+    : public loom::impl::LoomPropagateShardingsBase<PropagateShardingsPass> {
+  using LoomPropagateShardingsBase::LoomPropagateShardingsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    for (auto function : module.getOps<func::FuncOp>()) {
+      if (!function->hasAttr(LoomDialect::kModelAttrName) ||
+          function->hasAttr(LoomDialect::kSpmdAttrName))
+        continue;
+      if (meshes.size() != 1) {
+        function.emitError("sharding propagation needs exactly one loom.mesh "
+                           "in the module, found ")
+            << meshes.size();
+        return signalPassFailure();
+      }
+      Propagator propagator(function, meshes.front());
+      if (failed(propagator.run()))
+        return signalPassFailure();
+      ++numFunctions;
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,185 @@
+//===- Report.cpp - Static per-rank costs of a partitioned model ----------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Counts what one rank holds and does in one forward pass of the per-device
+// program: parameter bytes, activation bytes (every value a compute op
+// produces, which is what a backward pass would keep), FLOPs, and the bytes
+// each rank sends per group of mesh axes. Work inside `loom.repeat` counts
+// once per iteration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/Transforms/Explain.h"
+
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace loom;
+
+static int64_t bytesOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return 0;
+  return tensor.getNumElements() *
+         std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
+}
+
+static int64_t elementsOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+/// Floating-point operations of one execution of `op` (multiply-adds count
+/// two; transcendental functions one).
+static double flopsOf(Operation *op) {
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return 2.0 * elementsOf(matmul.getResult()) *
+           matmul.getLhs().getType().getShape().back();
+  if (auto einsum = dyn_cast<EinsumOp>(op)) {
+    // Two per point of the iteration space (every distinct letter).
+    auto [inputs, output] = einsum.getSpec().split("->");
+    int64_t sizes[26] = {};
+    SmallVector<StringRef> specs;
+    inputs.split(specs, ',');
+    for (auto [spec, operand] : llvm::zip(specs, einsum.getInputs()))
+      for (auto [dim, letter] : llvm::enumerate(spec))
+        sizes[letter - 'a'] =
+            cast<RankedTensorType>(operand.getType()).getShape()[dim];
+    double points = 1;
+    for (int64_t size : sizes)
+      if (size)
+        points *= size;
+    return 2.0 * points;
+  }
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    // q k^T and p v: 2 * 2 * (batch... Sq Sk E); the softmax: 5 per score.
+    ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
+    ArrayRef<int64_t> k = attention.getKey().getType().getShape();
+    double scores = 1;
+    for (int64_t size : q.drop_back())
+      scores *= size;
+    scores *= k[k.size() - 2];
+    return 4.0 * scores * q.back() + 5.0 * scores;
+  }
+  if (isa<LayerNormOp, RMSNormOp>(op))
+    return 8.0 * elementsOf(op->getOperand(0));
+  if (isa<SoftmaxOp>(op))
+    return 5.0 * elementsOf(op->getOperand(0));
+  if (isa<CrossEntropyOp>(op))
+    return 5.0 * elementsOf(op->getOperand(0));
+  if (isa<SumOp, MeanOp, MaxOp>(op))
+    return elementsOf(op->getOperand(0));
+  if (isa<GeluOp>(op))
+    return 8.0 * elementsOf(op->getResult(0));
+  if (isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp, ExpOp,
+          LogOp, SqrtOp, RsqrtOp, NegOp, PickOp>(op))
+    return elementsOf(op->getResult(0));
+  return 0;
+}
+
+namespace {
+struct AxisTraffic {
+  int64_t count = 0;
+  double bytes = 0;
+};
+} // namespace
+
+void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json) {
+  int64_t paramBytes = 0, inputBytes = 0, numParams = 0;
+  double activationBytes = 0, flops = 0;
+  std::string meshText;
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    llvm::raw_string_ostream meshOs(meshText);
+    meshOs << mesh.getSymName() << " [";
+    for (auto [index, pair] :
+         llvm::enumerate(llvm::zip(mesh.getAxisNames(), mesh.getAxisSizes())))
+      meshOs << (index ? ", " : "")
+             << cast<StringAttr>(std::get<0>(pair)).getValue() << "="
+             << std::get<1>(pair);
+    meshOs << "]";
+  }
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (!function->hasAttr(LoomDialect::kModelAttrName))
+      continue;
+    for (BlockArgument arg : function.getArguments()) {
+      if (function.getArgAttr(arg.getArgNumber(),
+                              LoomDialect::kParamAttrName)) {
+        paramBytes += bytesOf(arg.getType());
+        ++numParams;
+      } else {
+        inputBytes += bytesOf(arg.getType());
+      }
+    }
+    function.walk([&](Operation *op) {
+      if (isa<CollectiveOpInterface, RepeatOp, ShardOp, YieldOp, func::ReturnOp,
+              ConstantOp>(op))
+        return;
+      int64_t iterations = countIterations(op);
+      flops += flopsOf(op) * iterations;
+      for (Value result : op->getResults())
+        activationBytes +=
+            static_cast<double>(bytesOf(result.getType())) * iterations;
+    });
+  }
+  std::vector<CollectiveInfo> collectives = collectCollectives(module);
+  llvm::StringMap<AxisTraffic> traffic;
+  std::vector<std::string> order;
+  for (const CollectiveInfo &info : collectives) {
+    std::string key = llvm::join(info.axes.begin(), info.axes.end(), ",");
+    if (!traffic.count(key))
+      order.push_back(key);
+    AxisTraffic &entry = traffic[key];
+    entry.count += info.iterations;
+    entry.bytes += info.bytesPerRank * info.iterations;
+  }
+
+  if (json) {
+    llvm::json::OStream out(os, 2);
+    out.object([&] {
+      out.attribute("mesh", meshText);
+      out.attribute("parameters", numParams);
+      out.attribute("parameter_bytes_per_rank", paramBytes);
+      out.attribute("input_bytes_per_rank", inputBytes);
+      out.attribute("activation_bytes_per_rank", activationBytes);
+      out.attribute("flops_per_rank", flops);
+      out.attributeArray("collectives", [&] {
+        for (const std::string &key : order) {
+          out.object([&] {
+            out.attribute("axes", key);
+            out.attribute("count", traffic[key].count);
+            out.attribute("bytes_per_rank", traffic[key].bytes);
+          });
+        }
+      });
+    });
+    os << "\n";
+    return;
+  }
+  auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
+  os << "per-rank report (one forward pass) on mesh " << meshText << "\n";
+  os << llvm::format("  parameters:   %lld tensors, %lld bytes (%.2f MiB)\n",
+                     static_cast<long long>(numParams),
+                     static_cast<long long>(paramBytes), mib(paramBytes));
+  os << llvm::format("  inputs:       %lld bytes\n",
+                     static_cast<long long>(inputBytes));
+  os << llvm::format("  activations:  %.0f bytes (%.2f MiB)\n", activationBytes,
+                     mib(activationBytes));
+  os << llvm::format("  flops:        %.4g\n", flops);
+  os << "  collectives by mesh axes:\n";
+  if (order.empty())
+    os << "    none\n";
+  for (const std::string &key : order)
+    os << llvm::format(
+        "    %-10s %6lld collectives, %.0f bytes sent per rank\n",
+        ("[" + key + "]").c_str(), static_cast<long long>(traffic[key].count),
+        traffic[key].bytes);
+}
