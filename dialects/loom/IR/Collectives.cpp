@@ -139,7 +139,17 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
 double AllGatherOp::getBytesPerRank(int64_t n) {
   return static_cast<double>(n - 1) * bytesOf(getType()) / n;
 }
-OpFoldResult AllGatherOp::fold(FoldAdaptor) { return foldGroupOfOne(*this); }
+OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  if (OpFoldResult input = foldGroupOfOne(*this))
+    return input;
+  // Slicing a replicated value and gathering it back the same way is
+  // nothing.
+  if (auto slice = getInput().getDefiningOp<AllSliceOp>())
+    if (slice.getMesh() == getMesh() && slice.getAxes() == getAxes() &&
+        slice.getDim() == getDim())
+      return slice.getInput();
+  return {};
+}
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyScaledCollective(*this, tables, /*gather=*/false);

@@ -415,6 +415,26 @@ LogicalResult Partitioner::partitionRuled(Operation *op, ShardingRule rule) {
     for (StringAttr axis : assigned[factor])
       used.insert(axis);
   };
+  // A reduced factor that every operand already splits alike stays split:
+  // the result is partial, and reducing it (or reduce-scattering it into
+  // the layout a consumer wants) moves less than gathering the operands.
+  for (auto [factor, info] : llvm::enumerate(rule.factors)) {
+    if (info.kind == FactorKind::PassThrough || blocked[factor])
+      continue;
+    std::optional<Axes> common;
+    bool agree = true;
+    for (auto [index, operand] : llvm::enumerate(op->getOperands()))
+      for (auto [dim, factors] : llvm::enumerate(rule.operands[index])) {
+        if (factors.empty() || factors.front() != static_cast<int64_t>(factor))
+          continue;
+        const Axes &axes = layouts[operand].dims[dim];
+        if (!common)
+          common = axes;
+        agree &= *common == axes;
+      }
+    if (agree && common && !common->empty())
+      take(factor, *common);
+  }
   for (auto [index, result] : llvm::enumerate(op->getResults()))
     if (ShardingAttr recorded = getRecordedSharding(result))
       for (auto [dim, factors] : llvm::enumerate(rule.results[index]))

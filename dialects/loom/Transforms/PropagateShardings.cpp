@@ -62,7 +62,8 @@ struct OpGroups {
   Operation *op;
   SmallVector<FactorGroup> groups;
   /// Whether all groups belong to one op instance that must not use an axis
-  /// for two factors (false for the independent ties of `loom.repeat`).
+  /// for two factors, and whose disagreeing operands need a reshard (false
+  /// for the ties of `loom.repeat` and `loom.shard`, which is a reshard).
   bool exclusiveAxes;
 };
 
@@ -180,6 +181,7 @@ void Propagator::buildGroups(Operation *op) {
               cast<RankedTensorType>(yielded.getType()).getRank());
     }
   } else if (auto shard = dyn_cast<ShardOp>(op)) {
+    entry.exclusiveAxes = false;
     tieDims({{shard.getInput(), 0}, {shard.getResult(), 0}},
             shard.getType().getRank(), /*operandIndex=*/0);
   } else if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op)) {
@@ -280,21 +282,47 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
     return Outcome::Rebuilt;
   }
 
-  // Axes other factors of the op use: one axis never serves two factors.
-  llvm::SmallDenseSet<StringAttr> otherAxes;
-  if (groups.exclusiveAxes)
-    for (auto [index, other] : llvm::enumerate(groups.groups))
-      if (index != groupIndex)
-        for (const Member &member : other.members)
-          for (StringAttr axis : dimOf(member).axes)
-            otherAxes.insert(axis);
+  // One axis never serves two factors of an op. When factors contend for
+  // an axis, the one whose holder is bigger per device keeps it: resharding
+  // the smaller moves fewer bytes (Megatron's sequence parallelism gathers
+  // the activation, not the weight).
+  auto weight = [&](const FactorGroup &contender, StringAttr axis) {
+    double best = 0;
+    for (const Member &member : contender.members) {
+      ArrayRef<DimState> dims = states[member.value];
+      if (!llvm::is_contained(dims[member.dim].axes, axis))
+        continue;
+      auto type = cast<RankedTensorType>(member.value.getType());
+      double bytes = static_cast<double>(type.getNumElements()) *
+                     std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      for (const DimState &dim : dims)
+        for (StringAttr other : dim.axes)
+          if (other != axis)
+            bytes /= mesh.getAxisSize(other.getValue()).value_or(1);
+      best = std::max(best, bytes);
+    }
+    return best;
+  };
+  auto lostContest = [&](StringAttr axis) {
+    if (!groups.exclusiveAxes)
+      return false;
+    double own = weight(group, axis);
+    for (auto [index, other] : llvm::enumerate(groups.groups)) {
+      if (index == groupIndex)
+        continue;
+      double theirs = weight(other, axis);
+      if (theirs > own || (theirs > 0 && theirs == own && index < groupIndex))
+        return true;
+    }
+    return false;
+  };
 
   // Keep the axes that fit: not manual, not used by another factor or by
   // another dimension of a member, and dividing every member.
   SmallVector<StringAttr, 2> axes;
   int64_t devices = 1;
   for (StringAttr axis : target.axes) {
-    if (mesh.isManualAxis(axis.getValue()) || otherAxes.contains(axis))
+    if (mesh.isManualAxis(axis.getValue()) || lostContest(axis))
       break;
     bool fits = true;
     int64_t next = devices * mesh.getAxisSize(axis.getValue()).value_or(1);
