@@ -247,6 +247,8 @@ int main(int argc, char **argv) {
       "Of MLIR's options, those listed under 'MLIR options' are supported.\n");
 
   MLIRContext context;
+  // Remarks and errors point at source lines; the op text would repeat them.
+  context.printOpOnDiagnostic(false);
   context.loadDialect<loom::LoomDialect, func::FuncDialect>();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler sourceMgrHandler(sourceMgr, &context);

@@ -27,6 +27,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <algorithm>
+
 namespace loom {
 #define GEN_PASS_DEF_LOOMPARTITION
 #include "dialects/loom/Transforms/Passes.h.inc"
@@ -289,6 +291,43 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
                                                          ReductionKind::Sum)))))
         return failure();
     }
+  }
+
+  // The same axes in another order: the blocks change places. Each device
+  // takes the block its coordinates index in the target order.
+  for (auto [dim, pair] :
+       llvm::enumerate(llvm::zip(current.dims, target.dims))) {
+    auto &[have, want] = pair;
+    if (have == want || have.size() != want.size() ||
+        !std::is_permutation(have.begin(), have.end(), want.begin()))
+      continue;
+    SmallVector<int64_t> sizes;
+    for (StringAttr axis : have)
+      sizes.push_back(mesh.getAxisSize(axis.getValue()).value_or(1));
+    int64_t group = countDevices(mesh, have);
+    SmallVector<int64_t> pairs;
+    for (int64_t rank = 0; rank < group; ++rank) {
+      // Coordinates of `rank` (row-major over `have`), then its block
+      // index row-major over `want`.
+      llvm::DenseMap<StringAttr, int64_t> coordinate;
+      int64_t rest = rank;
+      for (size_t i = have.size(); i-- > 0;) {
+        coordinate[have[i]] = rest % sizes[i];
+        rest /= sizes[i];
+      }
+      int64_t source = 0;
+      for (StringAttr axis : want)
+        source = source * mesh.getAxisSize(axis.getValue()).value_or(1) +
+                 coordinate[axis];
+      pairs.push_back(source);
+      pairs.push_back(rank);
+    }
+    Axes order = have;
+    have = want;
+    if (failed(emit(CollectivePermuteOp::create(
+            builder, loc, localType(value, current), result, meshRef,
+            axesAttr(order), builder.getDenseI64ArrayAttr(pairs)))))
+      return failure();
   }
 
   // Dimensions: keep the common prefix, gather what the current layout has

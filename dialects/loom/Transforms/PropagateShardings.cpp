@@ -130,9 +130,10 @@ void Propagator::initialize() {
   for (BlockArgument arg : function.getArguments())
     addValue(arg, getRecordedSharding(arg), arg.getLoc());
   function.walk([&](Operation *op) {
-    for (Region &region : op->getRegions())
-      for (BlockArgument arg : region.getArguments())
-        addValue(arg, getRecordedSharding(arg), {});
+    if (op != function)
+      for (Region &region : op->getRegions())
+        for (BlockArgument arg : region.getArguments())
+          addValue(arg, getRecordedSharding(arg), {});
     for (OpResult result : op->getResults()) {
       ShardingAttr sharding = getRecordedSharding(result);
       if (auto shard = dyn_cast<ShardOp>(op))
