@@ -1,0 +1,44 @@
+// RUN: loom-opt %s --split-input-file --loom-partition --verify-diagnostics | FileCheck %s
+
+// Per-device types, and a partial value kept partial through a sum before
+// its one all_reduce (with why it exists).
+loom.mesh @m ["tp" = 2]
+func.func @sum_of_partials(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>},
+                           %w: tensor<8x6xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}, {}]>})
+    -> (tensor<4x6xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>}) attributes {loom.model} {
+  %p = loom.matmul %x, %w {loom.sharding = [#loom.sharding<@m, [{}, {}]>]} : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  %q = loom.add %p, %p {loom.sharding = [#loom.sharding<@m, [{}, {}]>]} : tensor<4x6xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+  return %q : tensor<4x6xf32>
+}
+// CHECK-LABEL: func.func @sum_of_partials
+// CHECK-SAME: (%[[X:.*]]: tensor<4x4xf32> {{.*}}, %[[W:.*]]: tensor<4x6xf32> {{.*}}) -> (tensor<4x6xf32> {{.*}}) attributes {loom.model, loom.spmd}
+// CHECK-NEXT: %[[P:.*]] = loom.matmul %[[X]], %[[W]] : tensor<4x4xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+// CHECK-NEXT: %[[Q:.*]] = loom.add %[[P]], %[[P]]
+// CHECK-NEXT: %[[R:.*]] = loom.all_reduce %[[Q]] on @m ["tp"] sum {loom.reason = {consumer = "func.return at loom-partition.mlir:11:3", from = #loom.sharding<@m, [{}, {}], partial = sum("tp")>, producer = "loom.add at loom-partition.mlir:10:8", to = #loom.sharding<@m, [{}, {}]>, value = "the result of loom.add"}} : tensor<4x6xf32>
+// CHECK-NEXT: return %[[R]]
+
+// -----
+
+// The layer dimension of a stacked operand is only ever split by the
+// pipeline's manual axis.
+loom.mesh @m ["dp" = 2]
+func.func @stacked(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>},
+                   %w: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>}) -> tensor<8xf32> attributes {loom.model} {
+  // expected-error @below {{the layer dimension of stacked operand argument 1 is split over 'dp'; only the pipeline schedule's manual axis may split it}}
+  %r = loom.repeat 4 carried(%x : tensor<8xf32>) stacked(%w : tensor<4x8xf32>) -> tensor<8xf32> attributes {loom.body_shardings = [#loom.sharding<@m, [{}]>, #loom.sharding<@m, [{}]>]} {
+  ^bb0(%c: tensor<8xf32>, %s: tensor<8xf32>):
+    %a = loom.add %c, %s : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+    loom.yield %a : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// No collective ever runs over a manual axis.
+loom.mesh @m ["pp" = 2, "dp" = 2] manual ["pp"]
+func.func @manual(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"pp"}]>})
+    -> (tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>}) attributes {loom.model} {
+  // expected-error @below {{moving argument 0 from [{"pp"}] to [{}] needs a collective over the manual axis 'pp', which only the pipeline schedule may use}}
+  return %x : tensor<8xf32>
+}

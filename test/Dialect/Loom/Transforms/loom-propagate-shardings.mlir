@@ -1,0 +1,58 @@
+// RUN: loom-opt %s --loom-propagate-shardings 2>&1 | FileCheck %s
+
+// Priorities decide: the p0 annotation (dp) wins over the p1 one (tp) on
+// the add, and the loser is resharded explicitly with a remark naming both.
+// Open function arguments take the sharding they meet; closed dimensions
+// are never changed.
+
+loom.mesh @m ["dp" = 2, "tp" = 2, "pp" = 2] manual ["pp"]
+func.func @P(%a: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{?}, {?}]>},
+             %b: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{?}, {?}]>}) -> tensor<8x16xf32> attributes {loom.model} {
+  %x = loom.shard %a as <@m, [{"tp"}p1, {?}]> : tensor<8x16xf32>
+  %y = loom.shard %b as <@m, [{"dp"}p0, {?}]> : tensor<8x16xf32>
+  %z = loom.add %x, %y : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  %w = loom.exp %z : tensor<8x16xf32>
+  return %w : tensor<8x16xf32>
+}
+
+// CHECK: loom-propagate-shardings.mlir:13:8: remark: reshard of the result of loom.shard for loom.add: its dimension 0 is {"tp"} by the annotation at loom-propagate-shardings.mlir:11:8 but {"dp"} by the annotation at loom-propagate-shardings.mlir:12:8
+// CHECK-LABEL: func.func @P
+// CHECK-SAME: loom.sharding = #loom.sharding<@m, [{"tp"}, {}]>
+// CHECK-SAME: loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>
+// CHECK: %[[R:.*]] = loom.shard %{{.*}} as <@m, [{"dp"}, {}]> {loom.reason = {conflict = "loom-propagate-shardings.mlir:12:8 vs loom-propagate-shardings.mlir:11:8"}
+// CHECK: loom.add %[[R]], %{{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
+// CHECK: loom.exp %{{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
+
+// Backward and forward through a matmul: the row-parallel weight's
+// contracted dimension reaches the open activation; the batch comes from
+// the constraint; a closed replicated dimension stays replicated.
+func.func @Q(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{?}, {?}]>},
+             %w: tensor<16x4xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}, {}]>}) -> tensor<8x4xf32> attributes {loom.model} {
+  %y = loom.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %z = loom.shard %y as <@m, [{"dp"}, {}]> : tensor<8x4xf32>
+  return %z : tensor<8x4xf32>
+}
+// CHECK-LABEL: func.func @Q
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {"tp"}]>}
+// CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
+
+// Through repeat: the carried value, the body argument, the yield and the
+// result share one sharding; a stacked operand's slice keeps the stack's
+// sharding without the layer dimension, which may only be on a manual axis.
+func.func @R(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>},
+             %w: tensor<4x16x16xf32> {loom.sharding = #loom.sharding<@m, [{"pp"}, {}, {"tp"}]>}) -> tensor<8x16xf32> attributes {loom.model} {
+  %r = loom.repeat 4 carried(%x : tensor<8x16xf32>) stacked(%w : tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%c: tensor<8x16xf32>, %s: tensor<16x16xf32>):
+    %m = loom.matmul %c, %s : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+    loom.yield %m : tensor<8x16xf32>
+  }
+  return %r : tensor<8x16xf32>
+}
+// CHECK-LABEL: func.func @R
+// CHECK-NOT: "pp"}]>]
+// CHECK: loom.repeat 4
+// CHECK-SAME: loom.body_shardings = [#loom.sharding<@m, [{"dp"}, {}]>, #loom.sharding<@m, [{}, {"tp"}]>]
+// CHECK-SAME: loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]
+// The product takes the weight's column split; the carried value is closed
+// on that dimension, so the partitioner gathers it before the yield.
+// CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {"tp"}]>]}
