@@ -389,8 +389,14 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     return emitted;
   };
   // Slicing first leaves less to gather, when the axes are free.
+  auto gathersDim = [&](int64_t dim) {
+    return llvm::any_of(gathers, [&](const Move &gather) {
+      return gather.dim == dim && !gather.axes.empty();
+    });
+  };
   for (Move &slice : slices)
-    if (!inUse(slice.axes) && failed(emitSlice(slice)))
+    if (!inUse(slice.axes) && !gathersDim(slice.dim) &&
+        failed(emitSlice(slice)))
       return failure();
   for (Move &gather : llvm::reverse(gathers)) {
     if (gather.axes.empty())
@@ -831,6 +837,24 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
   return op->emitError("the partitioner does not know how to split this op");
 }
 
+LogicalResult
+loom::forEachGlobalModel(ModuleOp module, StringRef what,
+                         function_ref<LogicalResult(Operation *, MeshOp)> fn) {
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  for (auto function : module.getOps<func::FuncOp>()) {
+    if (!function->hasAttr(LoomDialect::kModelAttrName) ||
+        function->hasAttr(LoomDialect::kSpmdAttrName))
+      continue;
+    if (meshes.size() != 1)
+      return function.emitError()
+             << what << " needs exactly one loom.mesh in the module, found "
+             << meshes.size();
+    if (failed(fn(function, meshes.front())))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult Partitioner::partitionBlock(Block &block) {
   for (Operation &op : llvm::make_early_inc_range(block))
     if (failed(partitionOp(&op)))
@@ -873,23 +897,15 @@ struct PartitionPass : public loom::impl::LoomPartitionBase<PartitionPass> {
   using LoomPartitionBase::LoomPartitionBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-    for (auto function : module.getOps<func::FuncOp>()) {
-      if (!function->hasAttr(LoomDialect::kModelAttrName) ||
-          function->hasAttr(LoomDialect::kSpmdAttrName))
-        continue;
-      if (meshes.size() != 1) {
-        function.emitError("partitioning needs exactly one loom.mesh in the "
-                           "module, found ")
-            << meshes.size();
-        return signalPassFailure();
-      }
-      Partitioner partitioner(function, meshes.front());
-      if (failed(partitioner.run()))
-        return signalPassFailure();
-      numCollectives += partitioner.getNumCollectives();
-    }
+    LogicalResult result = forEachGlobalModel(
+        getOperation(), "partitioning", [&](Operation *function, MeshOp mesh) {
+          Partitioner partitioner(cast<func::FuncOp>(function), mesh);
+          LogicalResult partitioned = partitioner.run();
+          numCollectives += partitioner.getNumCollectives();
+          return partitioned;
+        });
+    if (failed(result))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -22,6 +22,13 @@ namespace loom {
 #include "dialects/loom/Transforms/Passes.h.inc"
 
 /// One `axis=size` entry of a mesh override such as "dp=4,tp=2".
+/// Runs `fn` on every global (not yet partitioned) model function of
+/// `module` with the module's one mesh; `what` names the step in the error
+/// when the module has no mesh or several.
+mlir::LogicalResult forEachGlobalModel(
+    mlir::ModuleOp module, llvm::StringRef what,
+    llvm::function_ref<mlir::LogicalResult(mlir::Operation *, MeshOp)> fn);
+
 struct MeshAxisOverride {
   std::string axis;
   int64_t size;

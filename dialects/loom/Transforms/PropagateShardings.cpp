@@ -86,7 +86,7 @@ private:
   bool processGroups(size_t opIndex, int64_t round);
   Outcome processGroup(OpGroups &groups, size_t groupIndex, int64_t round);
   void reshardOperand(Operation *op, Member loser, DimState winner,
-                      DimState lost);
+                      DimState lost, StringRef why);
   void writeBack();
 
   DimState &dimOf(const Member &member) {
@@ -274,10 +274,15 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
     bool moveA = a.operandIndex &&
                  (!b.operandIndex || (target.priority == candidate.priority &&
                                       bytes(a.value) < bytes(b.value)));
+    std::string why = target.priority != candidate.priority
+                          ? "the other annotation has the higher priority"
+                      : bytes(a.value) == bytes(b.value)
+                          ? "both cost the same; the later operand moves"
+                          : "it costs fewer bytes";
     if (moveA)
-      reshardOperand(groups.op, a, candidate, target);
+      reshardOperand(groups.op, a, candidate, target, why);
     else if (b.operandIndex)
-      reshardOperand(groups.op, b, target, candidate);
+      reshardOperand(groups.op, b, target, candidate, why);
     else
       continue;
     return Outcome::Rebuilt;
@@ -370,7 +375,7 @@ bool Propagator::processGroups(size_t opIndex, int64_t round) {
 }
 
 void Propagator::reshardOperand(Operation *op, Member loser, DimState winner,
-                                DimState lost) {
+                                DimState lost, StringRef why) {
   Value value = loser.value;
   auto type = cast<RankedTensorType>(value.getType());
   SmallVector<DimState> dims = states[value];
@@ -414,8 +419,7 @@ void Propagator::reshardOperand(Operation *op, Member loser, DimState winner,
                       << " by the annotation at " << loserLoc << " but "
                       << formatAxes(winner.axes) << " by the annotation at "
                       << winnerLoc << "; moving " << describeValue(value)
-                      << " (" << type.getNumElements() << " elements) costs "
-                      << "fewer bytes";
+                      << " (" << type.getNumElements() << " elements): " << why;
   op->setOperand(*loser.operandIndex, shard.getResult());
   states[shard.getResult()] = dims;
   for (DimState &state : states[shard.getResult()])
@@ -494,23 +498,14 @@ struct PropagateShardingsPass
   using LoomPropagateShardingsBase::LoomPropagateShardingsBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
-    for (auto function : module.getOps<func::FuncOp>()) {
-      if (!function->hasAttr(LoomDialect::kModelAttrName) ||
-          function->hasAttr(LoomDialect::kSpmdAttrName))
-        continue;
-      if (meshes.size() != 1) {
-        function.emitError("sharding propagation needs exactly one loom.mesh "
-                           "in the module, found ")
-            << meshes.size();
-        return signalPassFailure();
-      }
-      Propagator propagator(function, meshes.front());
-      if (failed(propagator.run()))
-        return signalPassFailure();
-      ++numFunctions;
-    }
+    LogicalResult result = forEachGlobalModel(
+        getOperation(), "sharding propagation",
+        [&](Operation *function, MeshOp mesh) {
+          ++numFunctions;
+          return Propagator(cast<func::FuncOp>(function), mesh).run();
+        });
+    if (failed(result))
+      signalPassFailure();
   }
 };
 } // namespace
