@@ -797,40 +797,33 @@ void Generator::generateModel(const BlockDecl &model) {
   paramNames.clear();
   stageTargets.clear();
   bool ok = true;
-  for (const Arg &arg : model.args) {
-    RankedTensorType type = tensorType(arg.type);
-    ShardingAttr shard = sharding(arg.type, Binding::Closed);
+  // A model input or output: its type (a placeholder when it has errors)
+  // and its attributes: name and closed sharding.
+  auto signature = [&](const auto &typeExpr, StringRef nameAttr, StringRef name,
+                       SmallVectorImpl<Type> &types) {
+    RankedTensorType type = tensorType(typeExpr);
+    ShardingAttr shard = sharding(typeExpr, Binding::Closed);
     if (!type || (mesh && !shard)) {
       ok = false;
       type = RankedTensorType::get({}, builder.getF32Type());
     }
-    inputTypes.push_back(type);
+    types.push_back(type);
     NamedAttrList attrs;
-    attrs.set(LoomDialect::kInputAttrName,
-              builder.getStringAttr(arg.name.name));
+    attrs.set(nameAttr, builder.getStringAttr(name));
     if (shard)
       attrs.set(LoomDialect::kShardingAttrName, shard);
-    argAttrs.push_back(attrs.getDictionary(&context));
-  }
+    return attrs.getDictionary(&context);
+  };
+  for (const Arg &arg : model.args)
+    argAttrs.push_back(signature(arg.type, LoomDialect::kInputAttrName,
+                                 arg.name.name, inputTypes));
   SmallVector<Type> resultTypes;
   SmallVector<Attribute> resultAttrs;
-  for (auto [index, result] : llvm::enumerate(model.results)) {
-    RankedTensorType type = tensorType(result.type);
-    ShardingAttr shard = sharding(result.type, Binding::Closed);
-    if (!type || (mesh && !shard)) {
-      ok = false;
-      type = RankedTensorType::get({}, builder.getF32Type());
-    }
-    resultTypes.push_back(type);
-    NamedAttrList attrs;
-    attrs.set(LoomDialect::kOutputAttrName,
-              builder.getStringAttr(result.name
-                                        ? result.name->name
-                                        : "output_" + std::to_string(index)));
-    if (shard)
-      attrs.set(LoomDialect::kShardingAttrName, shard);
-    resultAttrs.push_back(attrs.getDictionary(&context));
-  }
+  for (auto [index, result] : llvm::enumerate(model.results))
+    resultAttrs.push_back(signature(
+        result.type, LoomDialect::kOutputAttrName,
+        result.name ? result.name->name : "output_" + std::to_string(index),
+        resultTypes));
 
   builder.setInsertionPointToEnd(module.getBody());
   function =

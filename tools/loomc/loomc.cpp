@@ -75,8 +75,10 @@ static llvm::cl::opt<bool> explain(
 
 static llvm::cl::opt<Report> report(
     "report",
-    llvm::cl::desc("Print per-rank parameter and activation bytes, FLOPs and "
-                   "collective bytes per mesh axis"),
+    llvm::cl::desc("Print per-rank parameter, input and activation bytes, "
+                   "FLOPs and collective bytes per mesh axis of one forward "
+                   "pass of the per-device program. Like --explain, alone "
+                   "or with --emit=spmd; --report=json prints only JSON"),
     llvm::cl::ValueOptional, llvm::cl::init(Report::None),
     llvm::cl::values(clEnumValN(Report::Text, "", "as text (the default)"),
                      clEnumValN(Report::Text, "text", "as text"),

@@ -139,16 +139,22 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
 double AllGatherOp::getBytesPerRank(int64_t n) {
   return static_cast<double>(n - 1) * bytesOf(getType()) / n;
 }
-OpFoldResult AllGatherOp::fold(FoldAdaptor) {
-  if (OpFoldResult input = foldGroupOfOne(*this))
+/// A group of one, or `op` undoing an `Inverse` of the same axes and
+/// dimension (gathering what was sliced, slicing what was gathered), folds
+/// to its input.
+template <typename Inverse, typename Op>
+static OpFoldResult foldRoundTrip(Op op) {
+  if (OpFoldResult input = foldGroupOfOne(op))
     return input;
-  // Slicing a replicated value and gathering it back the same way is
-  // nothing.
-  if (auto slice = getInput().getDefiningOp<AllSliceOp>())
-    if (slice.getMesh() == getMesh() && slice.getAxes() == getAxes() &&
-        slice.getDim() == getDim())
-      return slice.getInput();
+  if (auto inverse = op.getInput().template getDefiningOp<Inverse>())
+    if (inverse.getMesh() == op.getMesh() &&
+        inverse.getAxes() == op.getAxes() && inverse.getDim() == op.getDim())
+      return inverse.getInput();
   return {};
+}
+
+OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  return foldRoundTrip<AllSliceOp>(*this);
 }
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
@@ -194,14 +200,7 @@ LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
 }
 double AllSliceOp::getBytesPerRank(int64_t) { return 0; }
 OpFoldResult AllSliceOp::fold(FoldAdaptor) {
-  if (OpFoldResult input = foldGroupOfOne(*this))
-    return input;
-  // Gathering and slicing back the same way is nothing.
-  if (auto gather = getInput().getDefiningOp<AllGatherOp>())
-    if (gather.getMesh() == getMesh() && gather.getAxes() == getAxes() &&
-        gather.getDim() == getDim())
-      return gather.getInput();
-  return {};
+  return foldRoundTrip<AllGatherOp>(*this);
 }
 
 LogicalResult
@@ -372,4 +371,25 @@ void AllSliceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 void AllGatherOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
   patterns.add<MergeOnSameDim<AllGatherOp, true>>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Ops over a vocabulary split across a group (per-device, like collectives)
+//===----------------------------------------------------------------------===//
+
+/// `vocab on @mesh [axes]` names a mesh that has those axes, none manual.
+static LogicalResult verifyVocabGroup(Operation *op, FlatSymbolRefAttr mesh,
+                                      std::optional<ArrayAttr> axes,
+                                      SymbolTableCollection &tables) {
+  if (!mesh || !axes)
+    return success();
+  return verifyGroup(op, mesh, *axes, tables, /*overManualAxis=*/false);
+}
+
+LogicalResult EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyVocabGroup(*this, getMeshAttr(), getVocabAxes(), tables);
+}
+
+LogicalResult PickOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyVocabGroup(*this, getMeshAttr(), getVocabAxes(), tables);
 }

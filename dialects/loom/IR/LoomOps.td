@@ -397,7 +397,8 @@ def Loom_SliceOp : Loom_Op<"slice", [Pure, InferTypeOpAdaptor, DeclareOpInterfac
 //===----------------------------------------------------------------------===//
 
 def Loom_EmbeddingOp : Loom_Op<"embedding", [Pure, InferTypeOpAdaptor,
-    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
+    DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Table lookup";
   let description = [{
     `result[i..., :] = table[ids[i...], :]`. An id outside `[0, V)` yields
@@ -418,7 +419,8 @@ def Loom_EmbeddingOp : Loom_Op<"embedding", [Pure, InferTypeOpAdaptor,
   let hasVerifier = 1;
 }
 
-def Loom_PickOp : Loom_Op<"pick", [Pure]> {
+def Loom_PickOp : Loom_Op<"pick", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "The logit of each target, for a cross-entropy split over its vocabulary";
   let description = [{
     `result[i...] = f32(logits[i..., targets[i...]])`. With `vocab on @m

@@ -25,7 +25,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/MapVector.h"
 
 #include <algorithm>
 
@@ -100,7 +99,7 @@ private:
   LogicalResult partitionBlock(Block &block);
   LogicalResult partitionOp(Operation *op);
   LogicalResult partitionRepeat(RepeatOp repeat);
-  LogicalResult partitionRuled(Operation *op, ShardingRule rule);
+  LogicalResult partitionRuled(Operation *op, const ShardingRule &rule);
   LogicalResult splitCrossEntropy(CrossEntropyOp op, const Axes &vocab,
                                   const Axes &batch);
 
@@ -126,12 +125,32 @@ private:
     return ArrayAttr::get(function.getContext(), attrs);
   }
   Value scale(OpBuilder &builder, Location loc, Value value, double factor);
+  /// Records `collective` (the partitioner's own): why it exists, and its
+  /// result's global type and layout. Returns the result.
+  Value record(Operation *collective, DictionaryAttr reason,
+               RankedTensorType global, const Layout &layout);
+  /// Finishes a reduction split over `axes`: all-reduces the local `piece`
+  /// with `kind` into a value laid out as `whole`. `source` is the operand
+  /// of `op` whose split forced it; `what` names the value.
+  Value finishSplit(OpBuilder &builder, Value piece, Value source,
+                    const Layout &whole, ArrayRef<StringAttr> axes,
+                    ReductionKind kind, Operation *op, StringRef what);
+  /// The global shape of a per-device `type` laid out as `layout`.
+  SmallVector<int64_t> getGlobalShape(RankedTensorType type,
+                                      const Layout &layout) {
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [size, axes] : llvm::zip(shape, layout.dims))
+      size *= countDevices(mesh, axes, /*countManual=*/false);
+    return shape;
+  }
 
   func::FuncOp function;
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
   llvm::DenseMap<Value, Layout> layouts;
   llvm::DenseMap<Value, RankedTensorType> globalTypes;
+  /// Every op's sharding rule, read from the global program.
+  llvm::DenseMap<Operation *, ShardingRule> rules;
   /// Names for values the partitioner makes, for `loom.reason`.
   llvm::DenseMap<Value, std::string> valueNames;
   llvm::DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
@@ -238,11 +257,7 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
                << " needs a collective over the manual axis '" << axis
                << "', which only the pipeline schedule may use";
       }
-    collective->setAttr(LoomDialect::kReasonAttrName, reason);
-    result = collective->getResult(0);
-    globalTypes[result] = global;
-    layouts[result] = current;
-    ++numCollectives;
+    result = record(collective, reason, global, current);
     return success();
   };
 
@@ -416,6 +431,35 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
   return result;
 }
 
+Value Partitioner::record(Operation *collective, DictionaryAttr reason,
+                          RankedTensorType global, const Layout &layout) {
+  collective->setAttr(LoomDialect::kReasonAttrName, reason);
+  Value result = collective->getResult(0);
+  globalTypes[result] = global;
+  layouts[result] = layout;
+  ++numCollectives;
+  return result;
+}
+
+Value Partitioner::finishSplit(OpBuilder &builder, Value piece, Value source,
+                               const Layout &whole, ArrayRef<StringAttr> axes,
+                               ReductionKind kind, Operation *op,
+                               StringRef what) {
+  auto reduce = AllReduceOp::create(
+      builder, unnamed(op->getLoc()), piece.getType(), piece, meshRef,
+      axesAttr(axes), ReductionKindAttr::get(builder.getContext(), kind));
+  Layout pieces = whole;
+  pieces.partial.assign(axes.begin(), axes.end());
+  pieces.partialKind = kind;
+  NamedAttrList reason(reasonFor(source, pieces, whole, op));
+  reason.set("value", builder.getStringAttr(what));
+  RankedTensorType global = RankedTensorType::get(
+      getGlobalShape(cast<RankedTensorType>(piece.getType()), whole),
+      cast<RankedTensorType>(piece.getType()).getElementType());
+  return record(reduce, reason.getDictionary(builder.getContext()), global,
+                whole);
+}
+
 Value Partitioner::scale(OpBuilder &builder, Location loc, Value value,
                          double factor) {
   auto type = cast<RankedTensorType>(value.getType());
@@ -428,7 +472,8 @@ Value Partitioner::scale(OpBuilder &builder, Location loc, Value value,
   return MulOp::create(builder, loc, type, value, constant);
 }
 
-LogicalResult Partitioner::partitionRuled(Operation *op, ShardingRule rule) {
+LogicalResult Partitioner::partitionRuled(Operation *op,
+                                          const ShardingRule &rule) {
   size_t numFactors = rule.factors.size();
   SmallVector<Axes> assigned(numFactors);
   SmallVector<bool> blocked(numFactors, false);
@@ -603,20 +648,10 @@ LogicalResult Partitioner::partitionRuled(Operation *op, ShardingRule rule) {
   } else if (auto max = dyn_cast<MaxOp>(op)) {
     if (!vocab.empty()) {
       Value result = max.getResult();
-      Layout before = layouts[result];
-      auto reduce = AllReduceOp::create(
-          builder, unnamed(op->getLoc()), result.getType(), result, meshRef,
-          axesAttr(vocab),
-          ReductionKindAttr::get(builder.getContext(), ReductionKind::Max));
-      Layout pieces = before;
-      pieces.partial = vocab;
-      pieces.partialKind = ReductionKind::Max;
-      reduce->setAttr(LoomDialect::kReasonAttrName,
-                      reasonFor(result, pieces, before, op));
-      result.replaceAllUsesExcept(reduce.getResult(), reduce);
-      globalTypes[reduce.getResult()] = globalTypes[result];
-      layouts[reduce.getResult()] = before;
-      ++numCollectives;
+      Value reduced =
+          finishSplit(builder, result, max.getInput(), layouts[result], vocab,
+                      ReductionKind::Max, op, describeValue(result));
+      result.replaceAllUsesExcept(reduced, reduced.getDefiningOp());
     }
   }
   return success();
@@ -631,7 +666,6 @@ LogicalResult Partitioner::splitCrossEntropy(CrossEntropyOp op,
   // global token count, partial over the batch axes.
   OpBuilder builder(op);
   Location loc = op.getLoc();
-  MLIRContext *context = op.getContext();
   Type f32 = builder.getF32Type();
   Value logits = op.getLogits(), targets = op.getTargets();
   auto logitsType = cast<RankedTensorType>(logits.getType());
@@ -646,24 +680,10 @@ LogicalResult Partitioner::splitCrossEntropy(CrossEntropyOp op,
     Value x = logits;
     if (logitsType.getElementType() != f32)
       x = CastOp::create(builder, loc, logitsType.clone(f32), logits);
+    // Per-token values keep the targets' layout.
+    Layout whole = layouts[targets];
     auto reduceOver = [&](Value value, ReductionKind kind, StringRef what) {
-      auto reduce = AllReduceOp::create(builder, loc, value.getType(), value,
-                                        meshRef, axesAttr(vocab),
-                                        ReductionKindAttr::get(context, kind));
-      Layout pieces;
-      pieces.dims.assign(rank - 1, Axes());
-      for (auto [dim, axes] : llvm::enumerate(layouts[targets].dims))
-        pieces.dims[dim] = axes;
-      Layout whole = pieces;
-      pieces.partial = vocab;
-      pieces.partialKind = kind;
-      DictionaryAttr reason = reasonFor(logits, pieces, whole, op);
-      NamedAttrList entries(reason);
-      entries.set("value", StringAttr::get(context, what));
-      reduce->setAttr(LoomDialect::kReasonAttrName,
-                      entries.getDictionary(context));
-      ++numCollectives;
-      return reduce.getResult();
+      return finishSplit(builder, value, logits, whole, vocab, kind, op, what);
     };
     SmallVector<int64_t> last = {rank - 1};
     Value max = MaxOp::create(builder, loc, tokensType, x,
@@ -821,19 +841,8 @@ LogicalResult Partitioner::partitionOp(Operation *op) {
     setLayout(constant.getResult(), constant.getType(), layout);
     return success();
   }
-  if (auto ruled = dyn_cast<ShardingRuleOpInterface>(op)) {
-    // Rules describe global shapes: read this one with the operands' global
-    // types in place for a moment.
-    llvm::SmallMapVector<Value, Type, 4> localTypes;
-    for (Value operand : op->getOperands())
-      localTypes.insert({operand, operand.getType()});
-    for (auto [operand, type] : localTypes)
-      operand.setType(globalTypes[operand]);
-    ShardingRule rule = ruled.getShardingRule();
-    for (auto [operand, type] : localTypes)
-      operand.setType(type);
-    return partitionRuled(op, std::move(rule));
-  }
+  if (auto it = rules.find(op); it != rules.end())
+    return partitionRuled(op, it->second);
   return op->emitError("the partitioner does not know how to split this op");
 }
 
@@ -864,6 +873,10 @@ LogicalResult Partitioner::partitionBlock(Block &block) {
 
 LogicalResult Partitioner::run() {
   Block &entry = function.getBody().front();
+  // Rules describe global shapes: read them all before any type changes.
+  function.walk([&](ShardingRuleOpInterface op) {
+    rules.try_emplace(op, op.getShardingRule());
+  });
   for (BlockArgument arg : entry.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type)

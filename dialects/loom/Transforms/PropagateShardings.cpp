@@ -254,12 +254,25 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
       target.closed |= candidate.closed;
       continue;
     }
-    if (!target.closed && isPrefix(target.axes, candidate.axes)) {
+    // Axes that extend others move no data when the member with fewer axes
+    // uses the extra ones nowhere else: it keeps its piece by a local slice.
+    // The longer wins unless a closed annotation of higher priority says
+    // otherwise.
+    auto slicesFreely = [&](unsigned member, ArrayRef<StringAttr> longer) {
+      const Member &shorter = group.members[member];
+      return llvm::none_of(longer, [&](StringAttr axis) {
+        return usedElsewhere(states[shorter.value], shorter.dim, axis);
+      });
+    };
+    if (isPrefix(target.axes, candidate.axes) &&
+        (!target.closed || (target.priority == candidate.priority &&
+                            slicesFreely(targetIndex, candidate.axes)))) {
       target = candidate;
       targetIndex = index;
       continue;
     }
-    if (!candidate.closed && isPrefix(candidate.axes, target.axes))
+    if (isPrefix(candidate.axes, target.axes) &&
+        (!candidate.closed || slicesFreely(index, target.axes)))
       continue;
     // Two annotations disagree: reshard the operand that is cheaper to move.
     if (!target.origin || !candidate.origin || !groups.exclusiveAxes)

@@ -156,6 +156,37 @@ func.func @slice_of_gather_other_dim(%x: tensor<8x8xf32>) -> tensor<32x2xf32> {
 
 // -----
 
+//===----------------------------------------------------------------------===//
+// all_gather(all_slice(x)) is x, when both go the same way
+//===----------------------------------------------------------------------===//
+
+loom.mesh @mesh ["pp" = 2, "dp" = 2, "tp" = 4, "one" = 1] manual ["pp"]
+
+// CHECK-LABEL: func.func @gather_of_slice(
+// CHECK-SAME:      %[[X:.*]]: tensor<16x8xf32>)
+// CHECK-NEXT:    return %[[X]]
+func.func @gather_of_slice(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  %0 = loom.all_slice %x on @mesh ["dp", "tp"] dim 0 : tensor<16x8xf32> -> tensor<2x8xf32>
+  %1 = loom.all_gather %0 on @mesh ["dp", "tp"] dim 0 : tensor<2x8xf32> -> tensor<16x8xf32>
+  return %1 : tensor<16x8xf32>
+}
+
+// -----
+
+loom.mesh @mesh ["pp" = 2, "dp" = 2, "tp" = 4, "one" = 1] manual ["pp"]
+
+// Slicing one dimension and gathering another is a real move.
+// CHECK-LABEL: func.func @gather_of_slice_other_dim(
+// CHECK-NEXT:    loom.all_slice
+// CHECK-NEXT:    loom.all_gather
+func.func @gather_of_slice_other_dim(%x: tensor<16x8xf32>) -> tensor<4x32xf32> {
+  %0 = loom.all_slice %x on @mesh ["tp"] dim 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  %1 = loom.all_gather %0 on @mesh ["tp"] dim 1 : tensor<4x8xf32> -> tensor<4x32xf32>
+  return %1 : tensor<4x32xf32>
+}
+
+// -----
+
 loom.mesh @mesh ["pp" = 2, "dp" = 2, "tp" = 4, "one" = 1] manual ["pp"]
 
 // A gather over "tp" then "dp" merges into one over ["dp", "tp"], which the

@@ -1236,3 +1236,143 @@ loom.train @Missing optimizer = "sgd"
 loom.mesh @M ["dp" = 2]
 // expected-error @+1 {{'loom.train' op refers to @M, which is not a Loom model}}
 loom.train @M optimizer = "sgd"
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Vocabulary split over a group: loom.embedding and loom.pick
+//===----------------------------------------------------------------------===//
+
+loom.mesh @m ["tp" = 2]
+func.func @embedding_vocab_empty(%ids: tensor<4xi32>, %t: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.embedding' op vocabulary axes must not be empty}}
+  %0 = loom.embedding %ids, %t vocab on @m [] : tensor<4xi32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_vocab_no_mesh(%ids: tensor<4xi32>, %t: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.embedding' op needs both a mesh and vocabulary axes, or neither}}
+  %0 = "loom.embedding"(%ids, %t) {vocab_axes = ["tp"]} : (tensor<4xi32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["tp" = 2]
+func.func @embedding_vocab_unknown_axis(%ids: tensor<4xi32>, %t: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.embedding' op runs over axis 'tq', which mesh @m does not have}}
+  %0 = loom.embedding %ids, %t vocab on @m ["tq"] : tensor<4xi32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_vocab_unknown_mesh(%ids: tensor<4xi32>, %t: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.embedding' op refers to unknown mesh @nowhere}}
+  %0 = loom.embedding %ids, %t vocab on @nowhere ["tp"] : tensor<4xi32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["pp" = 2, "tp" = 2] manual ["pp"]
+func.func @pick_vocab_manual(%x: tensor<4x8xf32>, %t: tensor<4xi32>) {
+  // expected-error @+1 {{'loom.pick' op cannot run over the manual axis 'pp'}}
+  %0 = loom.pick %x, %t vocab on @m ["pp"] : tensor<4x8xf32>, tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @pick_targets_shape(%x: tensor<4x8xf32>, %t: tensor<8xi32>) {
+  // expected-error @+1 {{'loom.pick' op targets i32[8] must have the shape of logits f32[4, 8] without its last dimension}}
+  %0 = loom.pick %x, %t : tensor<4x8xf32>, tensor<8xi32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @pick_result_shape(%x: tensor<4x8xf32>, %t: tensor<4xi32>) {
+  // expected-error @+1 {{'loom.pick' op result must have the shape of the targets}}
+  %0 = loom.pick %x, %t : tensor<4x8xf32>, tensor<4xi32> -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Attributes of partitioning: loom.body_shardings, loom.reason, loom.spmd
+//===----------------------------------------------------------------------===//
+
+loom.mesh @m ["dp" = 2]
+func.func @body_shardings_count(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'loom.body_shardings' must list one #loom.sharding per body argument of a loom.repeat}}
+  %0 = loom.repeat 2 carried(%x : tensor<8xf32>) -> tensor<8xf32> attributes {loom.body_shardings = []} {
+  ^bb0(%c: tensor<8xf32>):
+    loom.yield %c : tensor<8xf32>
+  }
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp" = 2]
+func.func @body_shardings_on_other_op(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.body_shardings' must list one #loom.sharding per body argument of a loom.repeat}}
+  %0 = loom.relu %x {loom.body_shardings = [#loom.sharding<@m, [{}]>]} : tensor<8xf32>
+  return
+}
+
+// -----
+
+loom.mesh @m ["dp" = 2]
+func.func @body_shardings_not_sharding(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'loom.body_shardings' must list #loom.sharding attributes}}
+  %0 = loom.repeat 2 carried(%x : tensor<8xf32>) -> tensor<8xf32> attributes {loom.body_shardings = ["dp"]} {
+  ^bb0(%c: tensor<8xf32>):
+    loom.yield %c : tensor<8xf32>
+  }
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp" = 2]
+func.func @body_shardings_indivisible(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{dimension 0 of size 3 is not divisible by 2, the number of devices it is split over; pad it to 4}}
+  %0 = loom.repeat 2 carried(%x : tensor<3xf32>) -> tensor<3xf32> attributes {loom.body_shardings = [#loom.sharding<@m, [{"dp"}]>]} {
+  ^bb0(%c: tensor<3xf32>):
+    loom.yield %c : tensor<3xf32>
+  }
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @reason_not_dictionary(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.reason' must be a dictionary}}
+  %0 = loom.relu %x {loom.reason = "because"} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @spmd_on_op(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.spmd' is a unit attribute of functions}}
+  %0 = loom.relu %x {loom.spmd} : tensor<8xf32>
+  return
+}
+
+// -----
+
+// In a partitioned model, types are per device: argument shardings are not
+// checked for divisibility (a [3] piece of a [6] value split over dp is
+// fine), but their axes still are.
+loom.mesh @m ["dp" = 2]
+// expected-error @+1 {{sharding uses axis "tp" which mesh @m does not have}}
+func.func @spmd_axes(%x: tensor<3xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}]>},
+                     %y: tensor<3xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}]>}) attributes {loom.spmd} {
+  return
+}

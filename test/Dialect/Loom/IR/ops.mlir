@@ -211,6 +211,19 @@ func.func @embedding(%ids: tensor<2x4xi32>, %table: tensor<16x8xbf16>) -> tensor
   return %0 : tensor<2x4x8xbf16>
 }
 
+// The per-device forms the partitioner emits for a vocabulary split over tp.
+// CHECK-LABEL: func.func @vocab_split(
+// CHECK:         loom.embedding %{{.*}}, %{{.*}} vocab on @vocab_mesh ["tp"] : tensor<2x4xi32>, tensor<8x8xbf16> -> tensor<2x4x8xbf16>
+// CHECK:         loom.pick %{{.*}}, %{{.*}} vocab on @vocab_mesh ["tp"] : tensor<2x4x8xbf16>, tensor<2x4xi32> -> tensor<2x4xf32>
+// CHECK:         loom.pick %{{.*}}, %{{.*}} : tensor<2x4x8xbf16>, tensor<2x4xi32> -> tensor<2x4xf32>
+loom.mesh @vocab_mesh ["tp" = 2]
+func.func @vocab_split(%ids: tensor<2x4xi32>, %table: tensor<8x8xbf16>, %logits: tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = loom.embedding %ids, %table vocab on @vocab_mesh ["tp"] : tensor<2x4xi32>, tensor<8x8xbf16> -> tensor<2x4x8xbf16>
+  %1 = loom.pick %logits, %ids vocab on @vocab_mesh ["tp"] : tensor<2x4x8xbf16>, tensor<2x4xi32> -> tensor<2x4xf32>
+  %2 = loom.pick %logits, %ids : tensor<2x4x8xbf16>, tensor<2x4xi32> -> tensor<2x4xf32>
+  return %0, %1, %2 : tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
 // Keys longer than queries, values wider than keys.
 // CHECK-LABEL: func.func @attention(
 // CHECK-SAME:      %[[Q:[^:]*]]: tensor<2x2x4x8xbf16>, %[[K:[^:]*]]: tensor<2x2x6x8xbf16>, %[[V:[^:]*]]: tensor<2x2x6x16xbf16>)

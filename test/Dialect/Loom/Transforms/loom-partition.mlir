@@ -42,3 +42,67 @@ func.func @manual(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"pp"}]
   // expected-error @below {{moving argument 0 from [{"pp"}] to [{}] needs a collective over the manual axis 'pp', which only the pipeline schedule may use}}
   return %x : tensor<8xf32>
 }
+
+// -----
+
+// A target layout over a manual axis is refused before anything moves.
+loom.mesh @m ["pp" = 2, "dp" = 2] manual ["pp"]
+func.func @to_manual(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>})
+    -> (tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"pp"}]>}) attributes {loom.model} {
+  // expected-error @below {{cannot move argument 0 to a layout split over the manual axis 'pp'; only the pipeline schedule uses it}}
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// Partitioning needs propagation's shardings of repeat bodies.
+loom.mesh @m ["dp" = 2]
+func.func @unpropagated(%x: tensor<8xf32>) -> tensor<8xf32> attributes {loom.model} {
+  // expected-error @below {{loom.repeat has no body shardings; run loom-propagate-shardings first}}
+  %r = loom.repeat 2 carried(%x : tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%c: tensor<8xf32>):
+    loom.yield %c : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// Collectives are per-device ops: a global model cannot hold one.
+loom.mesh @m ["dp" = 2]
+func.func @collective_in_global(%x: tensor<8xf32>) -> tensor<8xf32> attributes {loom.model} {
+  // expected-error @below {{the partitioner does not know how to split this op}}
+  %r = loom.all_reduce %x on @m ["dp"] sum : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+loom.mesh @m ["dp" = 2]
+// expected-error @below {{model arguments must be tensors}}
+func.func @scalar_argument(%x: tensor<8xf32>, %n: i32) -> tensor<8xf32> attributes {loom.model} {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// One mesh per module.
+loom.mesh @m ["dp" = 2]
+loom.mesh @n ["tp" = 2]
+// expected-error @below {{partitioning needs exactly one loom.mesh in the module, found 2}}
+func.func @two_meshes(%x: tensor<8xf32>) -> tensor<8xf32> attributes {loom.model} {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// Functions that are not models, or already partitioned, are left alone.
+loom.mesh @m ["dp" = 2]
+// CHECK-LABEL: func.func @helper(%{{.*}}: tensor<8xf32>) -> tensor<8xf32> {
+func.func @helper(%x: tensor<8xf32>) -> tensor<8xf32> {
+  return %x : tensor<8xf32>
+}
+// CHECK-LABEL: func.func @done(%{{.*}}: tensor<4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}]>}) -> tensor<4xf32> attributes {loom.model, loom.spmd}
+func.func @done(%x: tensor<4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}]>}) -> tensor<4xf32> attributes {loom.model, loom.spmd} {
+  return %x : tensor<4xf32>
+}
