@@ -25,7 +25,17 @@ config.substitutions.append(("%examples", os.path.join(config.loom_src_root, "ex
 config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["loomc", "loom-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["loomc", "loom-opt", "loomrt-safetensors"], tool_dirs)
+
+# Python with the pinned test packages (numpy, safetensors), from scripts/setup.
+venv_python = os.path.join(config.loom_src_root, ".venv", "bin", "python")
+if os.path.exists(venv_python):
+    config.available_features.add("venv")
+    config.substitutions.append(("%venv_python", venv_python))
+config.substitutions.append(("%mpirun", os.path.join(config.loom_src_root, "scripts", "mpirun-local")))
+config.substitutions.append(("%runtime_tools", os.path.join(config.loom_src_root, "runtime", "tools")))
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
 
 if shutil.which("nvcc"):
     config.available_features.add("nvcc")

@@ -30,7 +30,18 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+void loom::buildPlanPipeline(mlir::OpPassManager &pm) {
+  buildSpmdPipeline(pm);
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
+  pm.addPass(createLoomPlanMemory());
+}
+
 void loom::registerLoomPipelines() {
+  mlir::PassPipelineRegistration<>(
+      "loom-plan",
+      "Partition, then make the plan every backend shares: fusion groups "
+      "and the arena (what --emit=cpu generates code from)",
+      buildPlanPipeline);
   mlir::PassPipelineRegistration<>(
       "loom-sharding",
       "Clean up and propagate shardings (what --emit=sharded shows)",

@@ -4,9 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// loomc FILE.loom --emit=ast|loom|params|sharded|spmd [--explain]
-// [--report[=json]]
-//       [-o FILE] [--mesh dp=4,tp=2] [-I DIR]
+// loomc FILE.loom --emit=ast|loom|params|sharded|spmd|cpu [--explain]
+//       [--report[=json]] [-o FILE] [--mesh dp=4,tp=2] [-I DIR] [--dtype=f32]
+// loomc FILE.loom -o model          an executable (mpirun -np N ./model)
+// loomc FILE.loom --interpret ...   the reference interpreter
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,10 @@
 #include "dialects/loom/Transforms/Explain.h"
 #include "dialects/loom/Transforms/Passes.h"
 #include "loom/Frontend/Frontend.h"
+#include "loom/Config.h"
+#include "loom/Interpreter/Interpreter.h"
 #include "loom/Pipelines/Pipelines.h"
+#include "loom/Target/Cpu.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -24,6 +28,10 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -35,7 +43,7 @@
 using namespace mlir;
 
 namespace {
-enum class Emit { AST, Loom, Params, Sharded, Spmd };
+enum class Emit { AST, Loom, Params, Sharded, Spmd, Cpu };
 enum class Report { None, Text, Json };
 } // namespace
 
@@ -60,6 +68,9 @@ static llvm::cl::opt<Emit> emitKind(
         clEnumValN(Emit::Sharded, "sharded",
                    "the global IR after sharding propagation: every value "
                    "has a sharding"),
+        clEnumValN(Emit::Cpu, "cpu",
+                   "the per-rank program as C++ over libloomrt (what -o "
+                   "builds)"),
         clEnumValN(Emit::Spmd, "spmd",
                    "the per-device program with its collectives")),
     llvm::cl::cat(loomCategory));
@@ -87,9 +98,50 @@ static llvm::cl::opt<Report> report(
 
 static llvm::cl::opt<std::string>
     outputFile("o",
-               llvm::cl::desc("Write the output to <file> (default: stdout)"),
+               llvm::cl::desc("Write the output to <file> (default: stdout); "
+                              "without --emit, build an executable <file> "
+                              "that runs under mpirun -np N"),
                llvm::cl::value_desc("file"), llvm::cl::init("-"),
                llvm::cl::cat(loomCategory));
+
+namespace {
+enum class DType { Declared, F32 };
+} // namespace
+static llvm::cl::opt<DType> dtypeOverride(
+    "dtype", llvm::cl::desc("Widen the model's floating types"),
+    llvm::cl::init(DType::Declared),
+    llvm::cl::values(clEnumValN(DType::F32, "f32",
+                                "compute and store every bf16/f16 value as f32 "
+                                "(for exact comparisons)")),
+    llvm::cl::cat(loomCategory));
+
+static llvm::cl::OptionCategory interpretCategory(
+    "reference interpreter options (--interpret)");
+
+static llvm::cl::opt<bool> interpret(
+    "interpret",
+    llvm::cl::desc("Run the global (unsharded) program with a plain "
+                   "interpreter, the reference the compiled programs are "
+                   "checked against; prints each output"),
+    llvm::cl::cat(interpretCategory));
+
+static llvm::cl::opt<uint64_t>
+    interpretSeed("seed",
+                  llvm::cl::desc("Seed of the initial values and synthetic "
+                                 "inputs (as the executable's --seed)"),
+                  llvm::cl::init(0), llvm::cl::cat(interpretCategory));
+
+static llvm::cl::opt<std::string> interpretInputs(
+    "inputs", llvm::cl::desc("Model inputs from a safetensors file"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(interpretCategory));
+
+static llvm::cl::opt<std::string> interpretParams(
+    "params", llvm::cl::desc("Parameters from a safetensors file"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(interpretCategory));
+
+static llvm::cl::opt<std::string> interpretOut(
+    "out", llvm::cl::desc("Write the outputs to a safetensors file"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(interpretCategory));
 
 static llvm::cl::opt<std::string> meshOverride(
     "mesh", llvm::cl::desc("Override mesh axis sizes, e.g. --mesh dp=4,tp=2"),
@@ -106,6 +158,51 @@ static constexpr unsigned kFrontendStackBytes = 256u << 20;
 
 /// Errors reported per run before loomc stops listing them.
 static constexpr unsigned kMaxErrors = 50;
+
+/// Generates the C++ program, then compiles and links it with libloomrt by
+/// running the compiler directly (argument vectors, no shell).
+static int buildProgram(ModuleOp module) {
+  SmallString<128> source;
+  int fd = -1;
+  if (std::error_code error = llvm::sys::fs::createTemporaryFile(
+          "loom-" + llvm::sys::path::stem(inputFile), "cpp", fd, source)) {
+    llvm::errs() << "loomc: error: cannot create a temporary file: "
+                 << error.message() << "\n";
+    return 1;
+  }
+  llvm::FileRemover removeSource(source);
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    if (failed(loom::emitCpuProgram(module, inputFile, os)))
+      return 1;
+  }
+  SmallVector<std::string> args = {
+      LOOM_GENERATED_CXX, "-std=c++17", "-O2", "-march=native",
+      // One rounding per op, the same in every build of a model, so 1-rank
+      // and N-rank programs compute each element alike.
+      "-ffp-contract=off", "-fno-math-errno", "-w",
+      "-I", LOOM_RUNTIME_INCLUDE_DIR, "-x", "c++", std::string(source), "-x",
+      "none"};
+  for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
+    args.push_back(library);
+  for (const char *extra : {"-lm", "-lpthread", "-o"})
+    args.push_back(extra);
+  args.push_back(outputFile);
+  SmallVector<StringRef> argv(args.begin(), args.end());
+  std::string errorMessage;
+  int status = llvm::sys::ExecuteAndWait(argv[0], argv, /*Env=*/std::nullopt,
+                                         /*Redirects=*/{}, /*SecondsToWait=*/0,
+                                         /*MemoryLimit=*/0, &errorMessage);
+  if (status != 0) {
+    llvm::errs() << "loomc: error: building " << outputFile << " with "
+                 << argv[0] << " failed"
+                 << (errorMessage.empty() ? "" : ": " + errorMessage)
+                 << " (exit " << status
+                 << "); the generated C++ is what --emit=cpu prints\n";
+    return 1;
+  }
+  return 0;
+}
 
 static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   loom::FrontendOptions options;
@@ -157,6 +254,24 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                     "per-device program; use them alone or with --emit=spmd\n";
     return 1;
   }
+  bool buildExecutable = !emitKind.getNumOccurrences() && !analyse &&
+                         !interpret && outputFile != "-";
+  if (interpret && (emitKind.getNumOccurrences() || analyse ||
+                    outputFile != "-")) {
+    llvm::errs() << "loomc: error: --interpret runs the model and prints its "
+                    "outputs; use --out FILE to save them, not --emit, "
+                    "--explain, --report or -o\n";
+    return 1;
+  }
+  if (!interpret && (interpretInputs.getNumOccurrences() ||
+                     interpretParams.getNumOccurrences() ||
+                     interpretOut.getNumOccurrences() ||
+                     interpretSeed.getNumOccurrences())) {
+    llvm::errs() << "loomc: error: --seed, --inputs, --params and --out are "
+                    "options of --interpret (a compiled model takes them "
+                    "when it runs)\n";
+    return 1;
+  }
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
@@ -164,7 +279,11 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope timingScope = timing.getRootScope();
   pm.enableTiming(timingScope);
-  if (analyse || emitKind == Emit::Spmd)
+  if (dtypeOverride == DType::F32)
+    pm.addPass(loom::createLoomWidenFloats());
+  if (buildExecutable || emitKind == Emit::Cpu)
+    loom::buildPlanPipeline(pm);
+  else if (analyse || emitKind == Emit::Spmd)
     loom::buildSpmdPipeline(pm);
   else if (emitKind == Emit::Sharded)
     loom::buildShardingPipeline(pm);
@@ -172,6 +291,17 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     loom::buildFrontendCleanupPipeline(pm);
   if (failed(pm.run(*module)))
     return 1;
+
+  if (interpret) {
+    loom::InterpretOptions options;
+    options.seed = interpretSeed;
+    options.inputs = interpretInputs;
+    options.params = interpretParams;
+    options.out = interpretOut;
+    return failed(loom::interpretModel(*module, options, llvm::outs())) ? 1 : 0;
+  }
+  if (buildExecutable)
+    return buildProgram(*module);
 
   std::unique_ptr<llvm::ToolOutputFile> output = openOutput();
   if (!output)
@@ -183,7 +313,10 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return 0;
   }
   bool printIR = !analyse || emitKind.getNumOccurrences();
-  if (emitKind == Emit::Params) {
+  if (emitKind == Emit::Cpu) {
+    if (failed(loom::emitCpuProgram(*module, inputFile, os)))
+      return 1;
+  } else if (emitKind == Emit::Params) {
     loom::printParams(*module, os);
   } else if (printIR) {
     OpPrintingFlags flags;
@@ -239,7 +372,8 @@ int main(int argc, char **argv) {
       option->addCategory(mlirCategory);
     }
   llvm::cl::HideUnrelatedOptions(
-      {&loomCategory, &mlirCategory, &llvm::getColorCategory()});
+      {&loomCategory, &interpretCategory, &mlirCategory,
+       &llvm::getColorCategory()});
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "loomc: the Loom compiler\n\n"

@@ -88,6 +88,25 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
              << "'" << kSpmdAttrName << "' is a unit attribute of functions";
     return success();
   }
+  if (attr.getName() == kOffsetsAttrName) {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!offsets || offsets.size() != int64_t(op->getNumResults()))
+      return op->emitError() << "'" << kOffsetsAttrName
+                             << "' must list one arena offset per result ("
+                             << op->getNumResults() << ")";
+    for (int64_t offset : offsets.asArrayRef())
+      if (offset < -1)
+        return op->emitError() << "'" << kOffsetsAttrName
+                               << "' holds offsets >= 0, or -1 for a view";
+    return success();
+  }
+  if (attr.getName() == kArenaBytesAttrName) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !bytes || bytes.getInt() < 0)
+      return op->emitError() << "'" << kArenaBytesAttrName
+                             << "' is a non-negative integer on a function";
+    return success();
+  }
   if (attr.getName() == kModelAttrName) {
     if (!isa<FunctionOpInterface>(op))
       return op->emitError()
@@ -123,6 +142,13 @@ static LogicalResult verifyValueAttr(Operation *op, Type type,
     return verifyNameAttr(op, attr);
   if (name == LoomDialect::kOutputAttrName && isResult)
     return verifyNameAttr(op, attr);
+  if (name == LoomDialect::kOffsetAttrName && !isResult) {
+    auto offset = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!offset || offset.getInt() < 0)
+      return op->emitError() << "'" << name
+                             << "' must be a non-negative arena offset";
+    return success();
+  }
   return op->emitError() << "unknown Loom "
                          << (isResult ? "result" : "argument") << " attribute '"
                          << name << "'";

@@ -41,6 +41,11 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kInputAttrName = "loom.input";
     static constexpr llvm::StringLiteral kOutputAttrName = "loom.output";
     static constexpr llvm::StringLiteral kModelAttrName = "loom.model";
+    /// The memory plan (loom-plan-memory): arena offsets of function
+    /// arguments and op results (-1 for views), and the arena's size.
+    static constexpr llvm::StringLiteral kOffsetAttrName = "loom.offset";
+    static constexpr llvm::StringLiteral kOffsetsAttrName = "loom.offsets";
+    static constexpr llvm::StringLiteral kArenaBytesAttrName = "loom.arena_bytes";
     /// On `loom.repeat`: the sharding of each body argument.
     static constexpr llvm::StringLiteral kBodyShardingsAttrName =
         "loom.body_shardings";

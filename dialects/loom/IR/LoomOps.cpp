@@ -380,6 +380,46 @@ LogicalResult TrainOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// FusedOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ")
+           << body.getNumArguments() << " argument(s) for "
+           << getInputs().size() << " input(s)";
+  for (auto [index, input] : llvm::enumerate(getInputs()))
+    if (body.getArgument(index).getType() != input.getType())
+      return emitOpError("body argument ")
+             << index << " has type " << body.getArgument(index).getType()
+             << ", expected the input's type " << input.getType();
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  for (Operation &op : body.without_terminator()) {
+    bool elementwise =
+        isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp,
+            ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op);
+    bool scalarConstant =
+        isa<ConstantOp>(op) &&
+        cast<RankedTensorType>(op.getResult(0).getType()).getNumElements() == 1;
+    if (!elementwise && !scalarConstant)
+      return op.emitOpError("cannot be part of a fusion group: only "
+                            "element-wise ops and scalar constants can");
+    auto type = cast<RankedTensorType>(op.getResult(0).getType());
+    if (elementwise && type.getShape() != resultType.getShape())
+      return op.emitOpError("result shape ")
+             << type << " differs from the fusion group's iteration space "
+             << resultType;
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != resultType)
+    return emitOpError("body must yield one value of the result type ")
+           << resultType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // RepeatOp
 //===----------------------------------------------------------------------===//
 

@@ -777,10 +777,10 @@ def Loom_RepeatOp : Loom_Op<"repeat", [
 }
 
 def Loom_YieldOp : Loom_Op<"yield", [Pure, Terminator,
-    ParentOneOf<["RepeatOp", "StartOp"]>,
+    ParentOneOf<["RepeatOp", "StartOp", "FusedOp"]>,
     DeclareOpInterfaceMethods<RegionBranchTerminatorOpInterface,
         ["getMutableSuccessorOperands"]>]> {
-  let summary = "Ends one iteration of loom.repeat, or a loom.start body";
+  let summary = "Ends one iteration of loom.repeat, or a loom.start or loom.fused body";
   let description = [{
     In `loom.repeat`, yields the next carried values, then the per-iteration
     outputs; in `loom.start`, the collective's result.
@@ -792,6 +792,41 @@ def Loom_YieldOp : Loom_Op<"yield", [Pure, Terminator,
   let arguments = (ins Variadic<Loom_Tensor>:$values);
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, mlir::ValueRange()); }]>];
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion groups (the code generation plan)
+//===----------------------------------------------------------------------===//
+
+def Loom_FusedOp : Loom_Op<"fused", [IsolatedFromAbove, Pure,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "Element-wise ops over one iteration space, generated as one loop";
+  let description = [{
+    A fusion group: its body holds element-wise ops (arithmetic, functions,
+    casts and scalar constants) whose results all have the shape of the
+    group's result, each evaluated once per element of that shape. Inputs
+    broadcast to the result's shape as in `loom.add`. Every op in the body
+    still rounds its result to its own type, so fusing changes no value.
+    Made by `loom-fuse-elementwise`; every backend emits one loop (CPU) or
+    one kernel (CUDA) per group.
+
+    ```mlir
+    %g = loom.fused(%x, %b : tensor<8x16xbf16>, tensor<16xbf16>) -> tensor<8x16xbf16> {
+    ^bb0(%xi: tensor<8x16xbf16>, %bi: tensor<16xbf16>):
+      %0 = loom.add %xi, %bi : tensor<8x16xbf16>, tensor<16xbf16> -> tensor<8x16xbf16>
+      %1 = loom.gelu %0 approximate tanh : tensor<8x16xbf16>
+      loom.yield %1 : tensor<8x16xbf16>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Loom_Tensor>:$inputs);
+  let results = (outs Loom_Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` ($inputs^ `:` type($inputs))? `)` `->` type($result)
+    attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

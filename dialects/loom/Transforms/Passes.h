@@ -8,6 +8,7 @@
 #define LOOM_DIALECT_LOOM_TRANSFORMS_PASSES_H
 
 #include "dialects/loom/IR/LoomOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
 #include <string>

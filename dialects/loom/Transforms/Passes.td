@@ -143,4 +143,55 @@ def LoomExplainCollectives : Pass<"loom-explain-collectives"> {
   ];
 }
 
+def LoomWidenFloats : Pass<"loom-widen-floats", "mlir::ModuleOp"> {
+  let summary = "Compute every floating value in f32";
+  let description = [{
+    Rewrites every bf16 and f16 type of the module (arguments, results,
+    constants, attributes' element types) to f32, so that a model can be run
+    and compared exactly (`loomc --dtype=f32`). Casts between floating types
+    become no-ops. Runs on the global program, before sharding.
+  }];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Group element-wise ops that share an iteration space into loom.fused";
+  let description = [{
+    Part of the plan every backend shares. An element-wise op whose only use
+    is an element-wise op of the same block with a result of the same shape
+    joins that op's group; scalar constants are copied into the group. Each
+    group of two or more ops becomes one `loom.fused` op whose body holds the
+    ops in their original order, so that the backends emit one loop or one
+    kernel per group and its intermediate values never reach memory.
+    Collectives, contractions, reductions and data movement stay outside
+    groups.
+  }];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups made">,
+    Statistic<"numFusedOps", "fused-ops", "Number of ops moved into groups">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Place every per-rank tensor at a static offset of one arena";
+  let description = [{
+    Part of the plan every backend shares. Parameters and inputs get fixed
+    places for the whole run; every other value that needs memory gets an
+    offset (aligned to 64 bytes) by first fit over its live range, so values
+    whose lives do not overlap share bytes. A value used inside a
+    `loom.repeat` body but defined outside lives until the loop ends;
+    a repeat's carried values live in one buffer for all iterations.
+    `loom.reshape` results and a repeat body's slices of stacked operands are
+    views into their operand's buffer and get no offset of their own.
+    Records `loom.offset` on function arguments, `loom.offsets` (one per
+    result, -1 for a view) on ops and `loom.arena_bytes` on the function;
+    `loomc --report` prints the peak.
+  }];
+  let statistics = [
+    Statistic<"arenaBytes", "arena-bytes", "Bytes of the largest arena">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES_TD

@@ -28,6 +28,10 @@ void buildShardingPipeline(mlir::OpPassManager &pm);
 /// and simplification of its collectives.
 void buildSpmdPipeline(mlir::OpPassManager &pm);
 
+/// What code generation starts from: the SPMD pipeline, then the plan every
+/// backend shares (loom-fuse-elementwise, loom-plan-memory).
+void buildPlanPipeline(mlir::OpPassManager &pm);
+
 /// Registers every Loom pipeline with the global pass registry.
 void registerLoomPipelines();
 

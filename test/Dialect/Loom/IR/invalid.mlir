@@ -1168,7 +1168,7 @@ func.func @repeat_stacked_result_type(%x: tensor<8xf32>) {
 // -----
 
 func.func @yield_outside_repeat(%x: tensor<8xf32>) {
-  // expected-error @+1 {{'loom.yield' op expects parent op to be one of 'loom.repeat, loom.start'}}
+  // expected-error @+1 {{'loom.yield' op expects parent op to be one of 'loom.repeat, loom.start, loom.fused'}}
   loom.yield %x : tensor<8xf32>
   return
 }

@@ -1,0 +1,131 @@
+//===- FuseElementwise.cpp - Fusion groups of element-wise ops ------------===//
+//
+// Part of the Loom project.
+//
+// The first half of the code generation plan: element-wise chains become
+// one loom.fused op, so every backend emits one loop (one kernel) for them
+// and their intermediate values never reach memory.
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace loom {
+#define GEN_PASS_DEF_LOOMFUSEELEMENTWISE
+#include "dialects/loom/Transforms/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp,
+             ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op);
+}
+
+bool isScalarConstant(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return constant &&
+         cast<RankedTensorType>(constant.getType()).getNumElements() == 1;
+}
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+struct FuseElementwisePass
+    : public loom::impl::LoomFuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    SmallVector<Block *> blocks;
+    getOperation().walk([&](Block *block) {
+      if (!isa<FusedOp>(block->getParentOp()))
+        blocks.push_back(block);
+    });
+    for (Block *block : blocks)
+      fuseBlock(*block);
+    // Scalar constants copied into groups may have no use left outside.
+    getOperation().walk([](ConstantOp constant) {
+      if (constant->use_empty() && !isa<FusedOp>(constant->getParentOp()))
+        constant->erase();
+    });
+  }
+
+  /// Walks the block backwards: each element-wise op not yet in a group
+  /// roots a group and pulls in producers whose only user is in the group.
+  void fuseBlock(Block &block) {
+    SmallVector<Operation *> roots;
+    for (Operation &op : llvm::reverse(block))
+      if (isElementwise(&op))
+        roots.push_back(&op);
+    llvm::DenseSet<Operation *> taken;
+    for (Operation *root : roots) {
+      if (taken.contains(root))
+        continue;
+      llvm::SetVector<Operation *> group;
+      SmallVector<Operation *> work{root};
+      ArrayRef<int64_t> space = shapeOf(root->getResult(0));
+      while (!work.empty()) {
+        Operation *op = work.pop_back_val();
+        if (!group.insert(op))
+          continue;
+        for (Value operand : op->getOperands()) {
+          Operation *producer = operand.getDefiningOp();
+          if (!producer || producer->getBlock() != &block ||
+              !isElementwise(producer) || taken.contains(producer) ||
+              !producer->getResult(0).hasOneUse() ||
+              shapeOf(producer->getResult(0)) != space)
+            continue;
+          work.push_back(producer);
+        }
+      }
+      if (group.size() < 2)
+        continue;
+      for (Operation *op : group)
+        taken.insert(op);
+      makeFused(group.takeVector(), root);
+    }
+  }
+
+  void makeFused(SmallVector<Operation *> group, Operation *root) {
+    llvm::sort(group, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    llvm::DenseSet<Operation *> members(group.begin(), group.end());
+    llvm::SetVector<Value> inputs;
+    for (Operation *op : group)
+      for (Value operand : op->getOperands())
+        if (!members.contains(operand.getDefiningOp()) &&
+            !isScalarConstant(operand))
+          inputs.insert(operand);
+
+    OpBuilder builder(root);
+    auto fused = FusedOp::create(builder, root->getLoc(),
+                                 root->getResult(0).getType(),
+                                 inputs.getArrayRef());
+    Block *body = builder.createBlock(&fused.getBody());
+    IRMapping mapping;
+    for (Value input : inputs)
+      mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+    for (Operation *op : group) {
+      for (Value operand : op->getOperands())
+        if (!mapping.contains(operand) && isScalarConstant(operand))
+          mapping.map(operand,
+                      builder.clone(*operand.getDefiningOp())->getResult(0));
+      builder.clone(*op, mapping);
+    }
+    YieldOp::create(builder, root->getLoc(),
+                    mapping.lookup(root->getResult(0)));
+    root->getResult(0).replaceAllUsesWith(fused.getResult());
+    for (Operation *op : llvm::reverse(group))
+      op->erase();
+    ++numGroups;
+    numFusedOps += group.size();
+  }
+};
+
+} // namespace

@@ -1,0 +1,1169 @@
+//===- EmitCpu.cpp - The per-rank program as C++ over libloomrt -----------===//
+//
+// Part of the Loom project.
+//
+// Emits C++ rather than lowering through MLIR's LLVM dialect: the plan
+// (fusion groups, arena offsets) maps one to one onto loops and calls that a
+// user can read in `--emit=cpu`, the CUDA backend emits the same structure
+// as CUDA C++, and clang vectorises the fused loops (docs/rationale.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Target/Cpu.h"
+
+#include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+const char *dtypeEnum(Type element) {
+  if (element.isF32())
+    return "LOOMRT_F32";
+  if (element.isBF16())
+    return "LOOMRT_BF16";
+  if (element.isF16())
+    return "LOOMRT_F16";
+  if (element.isInteger(32))
+    return "LOOMRT_I32";
+  return "LOOMRT_I64";
+}
+
+const char *storageType(Type element) {
+  if (element.isF32())
+    return "float";
+  if (element.isBF16() || element.isF16())
+    return "uint16_t";
+  if (element.isInteger(32))
+    return "int32_t";
+  return "int64_t";
+}
+
+bool isFloat(Type element) { return isa<FloatType>(element); }
+
+int64_t bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         tensor.getElementType().getIntOrFloatBitWidth() / 8;
+}
+
+std::string quote(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string list(ArrayRef<int64_t> values) {
+  return "{" + llvm::join(llvm::map_range(values, [](int64_t v) {
+           return std::to_string(v);
+         }), ", ") + "}";
+}
+
+int64_t product(ArrayRef<int64_t> values) {
+  int64_t n = 1;
+  for (int64_t v : values)
+    n *= v;
+  return n;
+}
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int d = int(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+class CpuEmitter {
+public:
+  CpuEmitter(ModuleOp module, func::FuncOp model, MeshOp mesh, StringRef source)
+      : module(module), model(model), mesh(mesh), source(source) {}
+
+  LogicalResult emit(raw_ostream &os);
+
+private:
+  ModuleOp module;
+  func::FuncOp model;
+  MeshOp mesh;
+  StringRef source;
+  /// File-scope tables (constants, axis lists, contraction descriptors).
+  std::string globals;
+  llvm::raw_string_ostream globalsOs{globals};
+  /// The body of `step`.
+  std::string body;
+  llvm::raw_string_ostream bodyOs{body};
+  int indent = 1;
+  unsigned nextId = 0;
+  llvm::DenseMap<Operation *, std::string> loopVariables;
+  llvm::StringMap<std::string> axisTables;
+
+  raw_ostream &line() { return bodyOs.indent(2 * indent); }
+  std::string fresh(StringRef prefix) {
+    return (prefix + Twine(nextId++)).str();
+  }
+
+  LogicalResult fail(Operation *op, const Twine &message) {
+    return op->emitError() << "cannot generate CPU code: " << message;
+  }
+
+  std::string site(Operation *op) {
+    return quote((op->getName().getStringRef() + " at " +
+                  formatSourceLoc(op->getLoc()))
+                     .str());
+  }
+
+  int axisIndex(StringRef axis) {
+    for (auto [index, name] : llvm::enumerate(mesh.getAxisNames()))
+      if (cast<StringAttr>(name).getValue() == axis)
+        return int(index);
+    return -1;
+  }
+
+  /// A file-scope `static const int[]` of mesh axis indices.
+  std::string axesTable(ArrayAttr axes) {
+    SmallVector<int64_t> indices;
+    std::string key;
+    for (Attribute axis : axes) {
+      indices.push_back(axisIndex(cast<StringAttr>(axis).getValue()));
+      key += std::to_string(indices.back()) + ",";
+    }
+    auto found = axisTables.find(key);
+    if (found != axisTables.end())
+      return found->second;
+    std::string name = fresh("kAxes");
+    globalsOs << "static const int " << name << "[] = " << list(indices)
+              << ";\n";
+    axisTables[key] = name;
+    return name;
+  }
+
+  std::string int64Table(ArrayRef<int64_t> values) {
+    std::string name = fresh("kShape");
+    globalsOs << "static const int64_t " << name << "[] = "
+              << list(values.empty() ? ArrayRef<int64_t>{0} : values) << ";\n";
+    return name;
+  }
+
+  /// Where a value's storage is, as a `char *` expression.
+  std::string pointer(Value value) {
+    if (auto argument = dyn_cast<BlockArgument>(value)) {
+      Operation *parent = argument.getOwner()->getParentOp();
+      if (auto func = dyn_cast<func::FuncOp>(parent)) {
+        auto offset = func.getArgAttrOfType<IntegerAttr>(
+            argument.getArgNumber(), LoomDialect::kOffsetAttrName);
+        return "(arena + " + std::to_string(offset ? offset.getInt() : -1) +
+               ")";
+      }
+      auto repeat = cast<RepeatOp>(parent);
+      unsigned index = argument.getArgNumber();
+      if (index < repeat.getCarried().size())
+        return pointer(repeat.getResult(index));
+      Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
+      return "(" + pointer(stacked) + " + " + loopVariables[repeat] + " * " +
+             std::to_string(bytesOf(argument.getType())) + ")";
+    }
+    Operation *op = value.getDefiningOp();
+    if (isa<ReshapeOp, ShardOp>(op))
+      return pointer(op->getOperand(0));
+    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
+    int64_t offset = offsets ? offsets[cast<OpResult>(value).getResultNumber()]
+                             : -1;
+    return "(arena + " + std::to_string(offset) + ")";
+  }
+
+  std::string typed(Value value, bool isConst) {
+    return std::string("((") + (isConst ? "const " : "") +
+           storageType(tensorType(value).getElementType()) + " *)" +
+           pointer(value) + ")";
+  }
+
+  LogicalResult checkPlanned(Operation *op) {
+    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
+    if (!offsets)
+      return fail(op, "the op has no arena offsets (run loom-plan-memory)");
+    return success();
+  }
+
+  LogicalResult emitBlock(Block &block);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitConstant(ConstantOp op);
+  LogicalResult emitElementwise(Operation *op, ValueRange inputs,
+                                Block *fusedBody);
+  LogicalResult emitContraction(Operation *op, Value a, Value b, Value out,
+                                StringRef spec);
+  LogicalResult emitRepeat(RepeatOp repeat);
+  LogicalResult emitCollective(Operation *op);
+  LogicalResult emitSlice(SliceOp op);
+  void emitTables(raw_ostream &os);
+  int64_t intBound(BlockArgument input);
+};
+
+//===----------------------------------------------------------------------===//
+// Element-wise loops
+//===----------------------------------------------------------------------===//
+
+/// The C expression of one element-wise op over scalar operands, rounded to
+/// its result type (every op rounds once, fused or not).
+std::string scalarExpression(Operation *op, ArrayRef<std::string> args) {
+  Type element = tensorType(op->getResult(0)).getElementType();
+  bool fp = isFloat(element);
+  std::string x = args.empty() ? "" : args[0];
+  std::string y = args.size() > 1 ? args[1] : "";
+  std::string value;
+  auto wrapping = [&](StringRef sign) {
+    return ("(int64_t)((uint64_t)(" + x + ") " + sign + " (uint64_t)(" + y +
+            "))")
+        .str();
+  };
+  if (isa<AddOp>(op))
+    value = fp ? x + " + " + y : wrapping("+");
+  else if (isa<SubOp>(op))
+    value = fp ? x + " - " + y : wrapping("-");
+  else if (isa<MulOp>(op))
+    value = fp ? x + " * " + y : wrapping("*");
+  else if (isa<DivOp>(op))
+    value = x + " / " + y;
+  else if (isa<NegOp>(op))
+    value = fp ? "-" + x : "(int64_t)(0 - (uint64_t)(" + x + "))";
+  else if (isa<ReluOp>(op))
+    value = "(" + x + " < 0.0f ? 0.0f : " + x + ")";
+  else if (isa<SiluOp>(op))
+    value = x + " / (1.0f + expf(-" + x + "))";
+  else if (isa<SigmoidOp>(op))
+    value = "1.0f / (1.0f + expf(-" + x + "))";
+  else if (isa<TanhOp>(op))
+    value = "tanhf(" + x + ")";
+  else if (isa<ExpOp>(op))
+    value = "expf(" + x + ")";
+  else if (isa<LogOp>(op))
+    value = "logf(" + x + ")";
+  else if (isa<SqrtOp>(op))
+    value = "sqrtf(" + x + ")";
+  else if (isa<RsqrtOp>(op))
+    value = "1.0f / sqrtf(" + x + ")";
+  else if (auto gelu = dyn_cast<GeluOp>(op))
+    value = gelu.getApproximate() == GeluApproximation::Tanh
+                ? "loom_gelu_tanh(" + x + ")"
+                : "loom_gelu(" + x + ")";
+  else if (auto cast = dyn_cast<CastOp>(op)) {
+    bool fromFloat = isFloat(tensorType(cast.getInput()).getElementType());
+    if (fp)
+      value = fromFloat ? x : "(float)(" + x + ")";
+    else
+      value = fromFloat ? "(int64_t)(" + x + ")" : x;
+  }
+  if (element.isBF16())
+    return "loom_round_bf16(" + value + ")";
+  if (element.isF16())
+    return "loom_round_f16(" + value + ")";
+  if (element.isInteger(32))
+    return "loom_wrap32(" + value + ")";
+  return value;
+}
+
+std::string scalarLiteral(ConstantOp constant) {
+  auto value = cast<DenseElementsAttr>(constant.getValue());
+  Type element = value.getElementType();
+  if (isFloat(element)) {
+    APFloat x = *value.value_begin<APFloat>();
+    bool losesInfo = false;
+    x.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+    float f = x.convertToFloat();
+    if (std::isnan(f))
+      return "NAN";
+    if (std::isinf(f))
+      return f > 0 ? "INFINITY" : "-INFINITY";
+    char text[32];
+    snprintf(text, sizeof text, "%.9ef", double(f));
+    return text;
+  }
+  return "(int64_t)" +
+         std::to_string((*value.value_begin<APInt>()).getSExtValue()) + "LL";
+}
+
+LogicalResult CpuEmitter::emitElementwise(Operation *op, ValueRange inputs,
+                                          Block *fusedBody) {
+  Value result = op->getResult(0);
+  if (failed(checkPlanned(op)))
+    return failure();
+  ArrayRef<int64_t> shape = tensorType(result).getShape();
+  int rank = int(shape.size());
+  SmallVector<int64_t> outStrides = rowMajorStrides(shape);
+  int64_t count = product(shape);
+
+  // Each input's stride per output dimension (0 where it broadcasts).
+  SmallVector<SmallVector<int64_t>> strides;
+  bool flat = true;
+  for (Value input : inputs) {
+    ArrayRef<int64_t> inShape = tensorType(input).getShape();
+    SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
+    SmallVector<int64_t> perDim(rank, 0);
+    for (int d = 0; d < rank; ++d) {
+      int inDim = d - (rank - int(inShape.size()));
+      if (inDim >= 0 && inShape[inDim] != 1)
+        perDim[d] = inStrides[inDim];
+    }
+    bool full = perDim == ArrayRef<int64_t>(outStrides) ||
+                product(inShape) == count;
+    bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
+    flat &= full || scalar;
+    strides.push_back(perDim);
+  }
+
+  line() << "{ // " << op->getName() << " at " << formatSourceLoc(op->getLoc())
+         << "\n";
+  int scopeIndent = indent++;
+  SmallVector<std::string> inNames;
+  for (Value input : inputs) {
+    std::string name = fresh("in");
+    line() << "const " << storageType(tensorType(input).getElementType())
+           << " *" << name << " = " << typed(input, true) << ";\n";
+    inNames.push_back(name);
+  }
+  line() << storageType(tensorType(result).getElementType()) << " *out = "
+         << typed(result, false) << ";\n";
+
+  std::string index;
+  SmallVector<std::string> inIndex;
+  if (flat) {
+    line() << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
+    index = "i";
+    for (auto [input, perDim] : llvm::zip(inputs, strides))
+      inIndex.push_back(
+          llvm::all_of(perDim, [](int64_t s) { return s == 0; }) ? "0" : "i");
+  } else {
+    for (int d = 0; d < rank; ++d)
+      line().indent(2 * d) << "for (int64_t i" << d << " = 0; i" << d << " < "
+                           << shape[d] << "; ++i" << d << ")"
+                           << (d + 1 == rank ? " {\n" : "\n");
+    auto linear = [&](ArrayRef<int64_t> perDim) {
+      std::string text;
+      for (int d = 0; d < rank; ++d)
+        if (perDim[d])
+          text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
+                  (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
+      return text.empty() ? std::string("0") : text;
+    };
+    index = linear(outStrides);
+    for (ArrayRef<int64_t> perDim : strides)
+      inIndex.push_back(linear(perDim));
+    indent += rank - 1;
+  }
+  ++indent;
+  auto load = [&](unsigned i) {
+    Type element = tensorType(inputs[i]).getElementType();
+    std::string ref = inNames[i] + "[" + inIndex[i] + "]";
+    if (element.isBF16())
+      return "loomrt_bf16_to_f32(" + ref + ")";
+    if (element.isF16())
+      return "loomrt_f16_to_f32(" + ref + ")";
+    if (element.isF32())
+      return ref;
+    return "(int64_t)" + ref;
+  };
+  llvm::DenseMap<Value, std::string> scalars;
+  auto declare = [&](Value value, const std::string &expression) {
+    std::string name = fresh("v");
+    line() << (isFloat(tensorType(value).getElementType()) ? "float "
+                                                           : "int64_t ")
+           << name << " = " << expression << ";\n";
+    scalars[value] = name;
+  };
+  Value yielded = result;
+  if (fusedBody) {
+    for (auto [i, argument] : llvm::enumerate(fusedBody->getArguments()))
+      declare(argument, load(i));
+    for (Operation &inner : fusedBody->without_terminator()) {
+      if (auto constant = dyn_cast<ConstantOp>(inner)) {
+        scalars[constant.getResult()] = scalarLiteral(constant);
+        continue;
+      }
+      SmallVector<std::string> args;
+      for (Value operand : inner.getOperands())
+        args.push_back(scalars.lookup(operand));
+      declare(inner.getResult(0), scalarExpression(&inner, args));
+    }
+    yielded = cast<YieldOp>(fusedBody->getTerminator()).getValues()[0];
+  } else {
+    SmallVector<std::string> args;
+    for (unsigned i = 0; i < inputs.size(); ++i)
+      args.push_back(load(i));
+    declare(result, scalarExpression(op, args));
+  }
+  Type element = tensorType(result).getElementType();
+  std::string value = scalars[yielded];
+  std::string stored = element.isBF16()  ? "loomrt_f32_to_bf16(" + value + ")"
+                       : element.isF16() ? "loomrt_f32_to_f16(" + value + ")"
+                       : element.isF32() ? value
+                                         : "(" + std::string(storageType(element)) +
+                                               ")(" + value + ")";
+  line() << "out[" << index << "] = " << stored << ";\n";
+  --indent;
+  line() << "}\n";
+  indent = scopeIndent;
+  line() << "}\n";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult CpuEmitter::emitContraction(Operation *op, Value a, Value b,
+                                          Value out, StringRef spec) {
+  // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
+  // letters of one operand only, summed before the product.
+  StringRef inputs = spec.split("->").first, outLetters = spec.split("->").second;
+  StringRef aLetters = inputs.split(',').first, bLetters = inputs.split(',').second;
+  ArrayRef<int64_t> aShape = tensorType(a).getShape();
+  SmallVector<int64_t> aStrides = rowMajorStrides(aShape);
+  ArrayRef<int64_t> bShape = b ? tensorType(b).getShape() : ArrayRef<int64_t>();
+  SmallVector<int64_t> bStrides = rowMajorStrides(bShape);
+  ArrayRef<int64_t> oShape = tensorType(out).getShape();
+  SmallVector<int64_t> oStrides = rowMajorStrides(oShape);
+  auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
+    int64_t s = 0; // a repeated letter walks the diagonal
+    for (auto [i, l] : llvm::enumerate(letters))
+      if (l == c)
+        s += strides[i];
+    return s;
+  };
+  auto sizeOf = [&](char c) -> int64_t {
+    for (auto [i, l] : llvm::enumerate(aLetters))
+      if (l == c)
+        return aShape[i];
+    for (auto [i, l] : llvm::enumerate(bLetters))
+      if (l == c)
+        return bShape[i];
+    return 1;
+  };
+  std::string batch, m, n, k, aSum, bSum;
+  SmallVector<char> seen;
+  for (char c : (aLetters + bLetters).str()) {
+    if (llvm::is_contained(seen, c))
+      continue;
+    seen.push_back(c);
+    bool inA = aLetters.contains(c), inB = bLetters.contains(c),
+         inOut = outLetters.contains(c);
+    if (inA && inB && inOut)
+      batch += c;
+    else if (inA && inB)
+      k += c;
+    else if (inA && inOut)
+      m += c;
+    else if (inB && inOut)
+      n += c;
+    else if (inA)
+      aSum += c;
+    else
+      bSum += c;
+  }
+  auto view = [&](std::initializer_list<std::pair<StringRef, bool>> groups,
+                  StringRef letters, ArrayRef<int64_t> strides) {
+    SmallVector<int64_t> sizes, steps;
+    for (auto [group, use] : groups)
+      if (use)
+        for (char c : group) {
+          sizes.push_back(sizeOf(c));
+          steps.push_back(strideOf(letters, strides, c));
+        }
+    return "{" + std::to_string(sizes.size()) + ", " + list(sizes) + ", " +
+           list(steps) + "}";
+  };
+  std::string name = fresh("kContraction");
+  // Out dims follow the letter groups; their strides are the output's.
+  globalsOs << "static const loomrt_contraction " << name << " = {"
+            << batch.size() << ", " << m.size() << ", " << n.size() << ", "
+            << k.size() << ", " << dtypeEnum(tensorType(a).getElementType())
+            << ", "
+            << (b ? dtypeEnum(tensorType(b).getElementType()) : "LOOMRT_F32")
+            << ", " << dtypeEnum(tensorType(out).getElementType()) << ",\n    "
+            << view({{batch, true}, {m, true}, {k, true}}, aLetters, aStrides)
+            << ",\n    " << view({{aSum, true}}, aLetters, aStrides) << ",\n    "
+            << view({{batch, true}, {k, true}, {n, true}}, bLetters, bStrides)
+            << ",\n    " << view({{bSum, true}}, bLetters, bStrides)
+            << ",\n    "
+            << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides)
+            << "};\n";
+  line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
+         << (b ? pointer(b) : "&kOne") << ", " << pointer(out) << "); // "
+         << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
+  return success();
+}
+
+/// Matmul as an einsum spec: batch dims broadcast (a size-1 or missing batch
+/// dim of one operand gets its own letter, summed over a single element).
+std::string matmulSpec(MatmulOp op, Value &a, Value &b) {
+  a = op.getLhs();
+  b = op.getRhs();
+  int64_t outRank = tensorType(op.getResult()).getRank();
+  std::string out, aSpec, bSpec;
+  ArrayRef<int64_t> aShape = tensorType(a).getShape(),
+                    bShape = tensorType(b).getShape(),
+                    oShape = tensorType(op.getResult()).getShape();
+  char next = 'a';
+  for (int64_t d = 0; d < outRank - 2; ++d)
+    out += next++;
+  auto batchSpec = [&](ArrayRef<int64_t> shape, std::string &spec) {
+    int64_t rank = int64_t(shape.size());
+    for (int64_t d = 0; d < rank - 2; ++d) {
+      int64_t outDim = d + (outRank - rank);
+      // A broadcast dim of size 1 gets a letter of its own (summed over one
+      // element), so it does not tie the operands.
+      spec += shape[d] == oShape[outDim] ? out[outDim] : next++;
+    }
+  };
+  batchSpec(aShape, aSpec);
+  batchSpec(bShape, bSpec);
+  char mLetter = next++, kLetter = next++, nLetter = next++;
+  aSpec += {mLetter, kLetter};
+  bSpec += {kLetter, nLetter};
+  out += {mLetter, nLetter};
+  return aSpec + "," + bSpec + "->" + out;
+}
+
+//===----------------------------------------------------------------------===//
+// The rest of the ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult CpuEmitter::emitConstant(ConstantOp op) {
+  if (failed(checkPlanned(op)))
+    return failure();
+  auto value = cast<DenseElementsAttr>(op.getValue());
+  Type element = value.getElementType();
+  std::string name = fresh("kConst");
+  SmallVector<std::string> items;
+  int64_t count = tensorType(op.getResult()).getNumElements();
+  if (isFloat(element)) {
+    for (APFloat x : value.getValues<APFloat>())
+      items.push_back(std::to_string(x.bitcastToAPInt().getZExtValue()) + "u");
+  } else {
+    for (APInt x : value.getValues<APInt>())
+      items.push_back(std::to_string(x.getSExtValue()) + "LL");
+  }
+  const char *bitsType = element.isF32()                   ? "uint32_t"
+                         : element.isBF16() || element.isF16() ? "uint16_t"
+                         : storageType(element);
+  globalsOs << "static const " << bitsType << " " << name << "[] = {"
+            << llvm::join(items, ", ") << "};\n";
+  if (value.isSplat() && count > 1)
+    line() << "for (int64_t i = 0; i < " << count << "; ++i) memcpy("
+           << pointer(op.getResult()) << " + i * sizeof(" << name << "), "
+           << name << ", sizeof(" << name << "));\n";
+  else
+    line() << "memcpy(" << pointer(op.getResult()) << ", " << name
+           << ", sizeof(" << name << "));\n";
+  return success();
+}
+
+LogicalResult CpuEmitter::emitSlice(SliceOp op) {
+  ArrayRef<int64_t> inShape = tensorType(op.getInput()).getShape();
+  ArrayRef<int64_t> outShape = tensorType(op.getResult()).getShape();
+  SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
+  int rank = int(outShape.size());
+  const char *type = storageType(tensorType(op.getResult()).getElementType());
+  line() << "{ // loom.slice at " << formatSourceLoc(op.getLoc()) << "\n";
+  ++indent;
+  line() << "const " << type << " *in = " << typed(op.getInput(), true)
+         << ";\n";
+  line() << type << " *out = " << typed(op.getResult(), false) << ";\n";
+  line() << "int64_t o = 0;\n";
+  std::string index = "0";
+  for (int d = 0; d < rank; ++d) {
+    line().indent(2 * d) << "for (int64_t i" << d << " = "
+                         << op.getStart()[d] << "; i" << d << " < "
+                         << op.getStart()[d] + outShape[d] << "; ++i" << d
+                         << ")\n";
+    index += " + i" + std::to_string(d) + " * " + std::to_string(inStrides[d]);
+  }
+  line().indent(2 * rank) << "out[o++] = in[" << index << "];\n";
+  --indent;
+  line() << "}\n";
+  return success();
+}
+
+LogicalResult CpuEmitter::emitCollective(Operation *op) {
+  if (failed(checkPlanned(op)))
+    return failure();
+  auto dtype = [](Value v) { return dtypeEnum(tensorType(v).getElementType()); };
+  auto reduction = [&](ReductionKind kind) -> FailureOr<const char *> {
+    if (kind == ReductionKind::Sum)
+      return "LOOMRT_SUM";
+    if (kind == ReductionKind::Max)
+      return "LOOMRT_MAX";
+    return failure();
+  };
+  auto outerAndChunk = [](ArrayRef<int64_t> shape, int64_t dim) {
+    return std::to_string(product(shape.take_front(dim))) + ", " +
+           std::to_string(product(shape.drop_front(dim)));
+  };
+  std::string where = site(op);
+  if (auto ar = dyn_cast<AllReduceOp>(op)) {
+    FailureOr<const char *> kind = reduction(ar.getReduction());
+    if (failed(kind))
+      return fail(op, "the CPU runtime reduces by sum or max only");
+    std::string axes = axesTable(ar.getAxes());
+    line() << "loomrt_all_reduce(rt, " << where << ", " << axes << ", "
+           << ar.getAxes().size() << ", " << dtype(ar.getInput()) << ", "
+           << *kind << ", " << pointer(ar.getInput()) << ", "
+           << pointer(ar.getResult()) << ", "
+           << tensorType(ar.getInput()).getNumElements() << ");\n";
+    return success();
+  }
+  if (auto ag = dyn_cast<AllGatherOp>(op)) {
+    std::string axes = axesTable(ag.getAxes());
+    line() << "loomrt_all_gather(rt, " << where << ", " << axes << ", "
+           << ag.getAxes().size() << ", " << dtype(ag.getInput()) << ", "
+           << pointer(ag.getInput()) << ", " << pointer(ag.getResult()) << ", "
+           << outerAndChunk(tensorType(ag.getInput()).getShape(), ag.getDim())
+           << ");\n";
+    return success();
+  }
+  if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    FailureOr<const char *> kind = reduction(rs.getReduction());
+    if (failed(kind))
+      return fail(op, "the CPU runtime reduces by sum or max only");
+    std::string axes = axesTable(rs.getAxes());
+    line() << "loomrt_reduce_scatter(rt, " << where << ", " << axes << ", "
+           << rs.getAxes().size() << ", " << dtype(rs.getInput()) << ", "
+           << *kind << ", " << pointer(rs.getInput()) << ", "
+           << pointer(rs.getResult()) << ", "
+           << outerAndChunk(tensorType(rs.getResult()).getShape(), rs.getDim())
+           << ");\n";
+    return success();
+  }
+  if (auto slice = dyn_cast<AllSliceOp>(op)) {
+    std::string axes = axesTable(slice.getAxes());
+    line() << "loomrt_all_slice(rt, " << axes << ", " << slice.getAxes().size()
+           << ", " << dtype(slice.getInput()) << ", "
+           << pointer(slice.getInput()) << ", " << pointer(slice.getResult())
+           << ", "
+           << outerAndChunk(tensorType(slice.getResult()).getShape(),
+                            slice.getDim())
+           << ");\n";
+    return success();
+  }
+  if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    std::string axes = axesTable(a2a.getAxes());
+    ArrayRef<int64_t> shape = tensorType(a2a.getInput()).getShape();
+    std::string shapeTable = int64Table(shape);
+    line() << "loomrt_all_to_all(rt, " << where << ", " << axes << ", "
+           << a2a.getAxes().size() << ", " << dtype(a2a.getInput()) << ", "
+           << pointer(a2a.getInput()) << ", " << pointer(a2a.getResult())
+           << ", " << shape.size() << ", " << shapeTable << ", "
+           << a2a.getSplitDim() << ", " << a2a.getConcatDim() << ");\n";
+    return success();
+  }
+  if (auto permute = dyn_cast<CollectivePermuteOp>(op)) {
+    std::string axes = axesTable(permute.getAxes());
+    std::string pairs = int64Table(permute.getPairs());
+    line() << "loomrt_collective_permute(rt, " << where << ", " << axes << ", "
+           << permute.getAxes().size() << ", " << dtype(permute.getInput())
+           << ", " << pointer(permute.getInput()) << ", "
+           << pointer(permute.getResult()) << ", "
+           << tensorType(permute.getInput()).getNumElements() << ", " << pairs
+           << ", " << permute.getPairs().size() / 2 << ");\n";
+    return success();
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+    std::string axes = axesTable(broadcast.getAxes());
+    line() << "loomrt_broadcast(rt, " << where << ", " << axes << ", "
+           << broadcast.getAxes().size() << ", " << dtype(broadcast.getInput())
+           << ", " << pointer(broadcast.getInput()) << ", "
+           << pointer(broadcast.getResult()) << ", "
+           << tensorType(broadcast.getInput()).getNumElements() << ", "
+           << broadcast.getRoot() << ");\n";
+    return success();
+  }
+  if (auto send = dyn_cast<SendOp>(op)) {
+    line() << "loomrt_send(rt, " << where << ", "
+           << axisIndex(cast<StringAttr>(send.getAxes()[0]).getValue()) << ", "
+           << send.getOffset() << ", " << dtype(send.getInput()) << ", "
+           << pointer(send.getInput()) << ", "
+           << tensorType(send.getInput()).getNumElements() << ");\n";
+    return success();
+  }
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    line() << "loomrt_recv(rt, " << where << ", "
+           << axisIndex(cast<StringAttr>(recv.getAxes()[0]).getValue()) << ", "
+           << recv.getOffset() << ", " << dtype(recv.getResult()) << ", "
+           << pointer(recv.getResult()) << ", "
+           << tensorType(recv.getResult()).getNumElements() << ");\n";
+    return success();
+  }
+  return fail(op, "unknown collective");
+}
+
+LogicalResult CpuEmitter::emitRepeat(RepeatOp repeat) {
+  if (failed(checkPlanned(repeat)))
+    return failure();
+  std::string var = "layer" + std::to_string(loopVariables.size());
+  loopVariables[repeat] = var;
+  line() << "// loom.repeat at " << formatSourceLoc(repeat.getLoc()) << "\n";
+  for (auto [carried, result] :
+       llvm::zip(repeat.getCarried(), repeat.getCarriedResults()))
+    line() << "memmove(" << pointer(result) << ", " << pointer(carried) << ", "
+           << bytesOf(result.getType()) << ");\n";
+  line() << "for (int64_t " << var << " = 0; " << var << " < "
+         << repeat.getCount() << "; ++" << var << ") {\n";
+  ++indent;
+  Block &body = repeat.getBody().front();
+  if (failed(emitBlock(body)))
+    return failure();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  size_t numCarried = repeat.getCarried().size();
+  for (auto [index, value] : llvm::enumerate(yield.getValues())) {
+    Value result = repeat.getResult(index);
+    std::string from = pointer(value), to = pointer(result);
+    if (index >= numCarried)
+      to = "(" + to + " + " + var + " * " +
+           std::to_string(bytesOf(value.getType())) + ")";
+    if (from != to)
+      line() << "memmove(" << to << ", " << from << ", "
+             << bytesOf(value.getType()) << ");\n";
+  }
+  --indent;
+  line() << "}\n";
+  return success();
+}
+
+LogicalResult CpuEmitter::emitOp(Operation *op) {
+  auto dtype = [](Value v) { return dtypeEnum(tensorType(v).getElementType()); };
+  auto shape = [](Value v) { return tensorType(v).getShape(); };
+  auto where = [&]() { return formatSourceLoc(op->getLoc()); };
+  if (isa<ReshapeOp, ShardOp, YieldOp, func::ReturnOp>(op))
+    return success(); // views, and terminators handled by their parents
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return emitConstant(constant);
+  if (auto fused = dyn_cast<FusedOp>(op))
+    return emitElementwise(op, fused.getInputs(), &fused.getBody().front());
+  if (isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp, ExpOp,
+          LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op))
+    return emitElementwise(op, op->getOperands(), nullptr);
+  if (failed(checkPlanned(op)))
+    return failure();
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    Value a, b;
+    std::string spec = matmulSpec(matmul, a, b);
+    return emitContraction(op, a, b, matmul.getResult(), spec);
+  }
+  if (auto einsum = dyn_cast<EinsumOp>(op)) {
+    StringRef spec = einsum.getSpec();
+    Value b = einsum.getInputs().size() > 1 ? einsum.getInputs()[1] : Value();
+    std::string full = spec.str();
+    if (!b) // one operand: contract with the scalar 1
+      full = (spec.split("->").first + ",->" + spec.split("->").second).str();
+    return emitContraction(op, einsum.getInputs()[0], b, einsum.getResult(),
+                           full);
+  }
+  if (isa<SumOp, MeanOp, MaxOp>(op)) {
+    Value input = op->getOperand(0);
+    auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");
+    uint32_t mask = 0;
+    int64_t reduced = 1;
+    for (int64_t d : dims.asArrayRef()) {
+      mask |= 1u << d;
+      reduced *= shape(input)[d];
+    }
+    double scale = isa<MeanOp>(op) ? 1.0 / double(reduced) : 1.0;
+    std::string shapeTable = int64Table(shape(input));
+    line() << "loomrt_reduce(" << dtype(input) << ", "
+           << (isa<MaxOp>(op) ? "LOOMRT_MAX" : "LOOMRT_SUM") << ", "
+           << pointer(input) << ", " << pointer(op->getResult(0)) << ", "
+           << shape(input).size() << ", " << shapeTable << ", " << mask << "u, "
+           << llvm::format("%.17g", scale) << "); // " << op->getName()
+           << " at " << where() << "\n";
+    return success();
+  }
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    ArrayRef<int64_t> s = shape(softmax.getInput());
+    int64_t dim = softmax.getDim();
+    line() << "loomrt_softmax(" << dtype(softmax.getInput()) << ", "
+           << pointer(softmax.getInput()) << ", " << pointer(softmax.getResult())
+           << ", " << product(s.take_front(dim)) << ", " << s[dim] << ", "
+           << product(s.drop_front(dim + 1)) << "); // loom.softmax at "
+           << where() << "\n";
+    return success();
+  }
+  if (isa<LayerNormOp, RMSNormOp>(op)) {
+    Value input = op->getOperand(0), scale = op->getOperand(1);
+    bool rms = isa<RMSNormOp>(op);
+    int64_t n = tensorType(scale).getNumElements();
+    int64_t rows = tensorType(input).getNumElements() / std::max<int64_t>(n, 1);
+    double eps = rms ? cast<RMSNormOp>(op).getEps().convertToDouble()
+                     : cast<LayerNormOp>(op).getEps().convertToDouble();
+    line() << "loomrt_norm(" << dtype(input) << ", " << pointer(input) << ", "
+           << dtype(scale) << ", " << pointer(scale) << ", "
+           << (rms ? std::string("nullptr") : pointer(op->getOperand(2)))
+           << ", " << pointer(op->getResult(0)) << ", " << rows << ", " << n
+           << ", " << llvm::format("%.17g", eps) << ", " << (rms ? 1 : 0)
+           << "); // " << op->getName() << " at " << where() << "\n";
+    return success();
+  }
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    ArrayRef<int64_t> q = shape(attention.getQuery()),
+                      k = shape(attention.getKey()),
+                      v = shape(attention.getValue());
+    int64_t rank = int64_t(q.size());
+    line() << "loomrt_attention(" << dtype(attention.getQuery()) << ", "
+           << pointer(attention.getQuery()) << ", "
+           << pointer(attention.getKey()) << ", "
+           << pointer(attention.getValue()) << ", "
+           << pointer(attention.getResult()) << ", "
+           << product(q.drop_back(2)) << ", " << q[rank - 2] << ", "
+           << k[rank - 2] << ", " << q[rank - 1] << ", " << v[rank - 1] << ", "
+           << (attention.getCausal() ? 1 : 0) << ", "
+           << llvm::format("%.17g", attention.getScale().convertToDouble())
+           << "); // loom.attention at " << where() << "\n";
+    return success();
+  }
+  auto vocabStart = [&](std::optional<ArrayAttr> axes, int64_t rows) {
+    if (!axes || axes->empty())
+      return std::string("0");
+    std::string table = axesTable(*axes);
+    return "loomrt_group_rank(rt, " + table + ", " +
+           std::to_string(axes->size()) + ") * " + std::to_string(rows);
+  };
+  if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    ArrayRef<int64_t> table = shape(embedding.getTable());
+    line() << "loomrt_embedding(" << dtype(embedding.getIds()) << ", "
+           << pointer(embedding.getIds()) << ", "
+           << tensorType(embedding.getIds()).getNumElements() << ", "
+           << dtype(embedding.getTable()) << ", "
+           << pointer(embedding.getTable()) << ", " << table[0] << ", "
+           << table[1] << ", "
+           << vocabStart(embedding.getVocabAxes(), table[0]) << ", "
+           << pointer(embedding.getResult()) << "); // loom.embedding at "
+           << where() << "\n";
+    return success();
+  }
+  if (auto pick = dyn_cast<PickOp>(op)) {
+    int64_t vocab = shape(pick.getLogits()).back();
+    line() << "loomrt_pick(" << dtype(pick.getLogits()) << ", "
+           << pointer(pick.getLogits()) << ", "
+           << tensorType(pick.getTargets()).getNumElements() << ", " << vocab
+           << ", " << dtype(pick.getTargets()) << ", "
+           << pointer(pick.getTargets()) << ", "
+           << vocabStart(pick.getVocabAxes(), vocab) << ", (float *)"
+           << pointer(pick.getResult()) << "); // loom.pick at " << where()
+           << "\n";
+    return success();
+  }
+  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    int64_t vocab = shape(ce.getLogits()).back();
+    line() << "loomrt_cross_entropy(rt, " << site(op) << ", "
+           << dtype(ce.getLogits()) << ", " << pointer(ce.getLogits()) << ", "
+           << tensorType(ce.getTargets()).getNumElements() << ", " << vocab
+           << ", " << dtype(ce.getTargets()) << ", "
+           << pointer(ce.getTargets()) << ", (float *)"
+           << pointer(ce.getResult()) << ");\n";
+    return success();
+  }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    std::string shapeTable = int64Table(shape(transpose.getInput()));
+    std::string perm = fresh("kPerm");
+    globalsOs << "static const int " << perm << "[] = "
+              << list(transpose.getPerm()) << ";\n";
+    line() << "loomrt_transpose(" << dtype(transpose.getInput()) << ", "
+           << pointer(transpose.getInput()) << ", "
+           << pointer(transpose.getResult()) << ", "
+           << shape(transpose.getInput()).size() << ", " << shapeTable << ", "
+           << perm << "); // loom.transpose at " << where() << "\n";
+    return success();
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    int64_t dim = concat.getDim();
+    ArrayRef<int64_t> out = shape(concat.getResult());
+    int64_t start = 0;
+    for (Value input : concat.getInputs()) {
+      int64_t size = shape(input)[dim];
+      line() << "loomrt_insert(" << dtype(input) << ", " << pointer(input)
+             << ", " << pointer(concat.getResult()) << ", "
+             << product(out.take_front(dim)) << ", " << size << ", "
+             << out[dim] << ", " << start << ", "
+             << product(out.drop_front(dim + 1)) << "); // loom.concat at "
+             << where() << "\n";
+      start += size;
+    }
+    return success();
+  }
+  if (auto split = dyn_cast<SplitOp>(op)) {
+    int64_t dim = split.getDim();
+    ArrayRef<int64_t> in = shape(split.getInput());
+    int64_t start = 0;
+    for (Value result : split.getResults()) {
+      int64_t size = shape(result)[dim];
+      line() << "loomrt_extract(" << dtype(result) << ", "
+             << pointer(split.getInput()) << ", " << pointer(result) << ", "
+             << product(in.take_front(dim)) << ", " << in[dim] << ", " << size
+             << ", " << start << ", " << product(in.drop_front(dim + 1))
+             << "); // loom.split at " << where() << "\n";
+      start += size;
+    }
+    return success();
+  }
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return emitSlice(slice);
+  if (auto repeat = dyn_cast<RepeatOp>(op))
+    return emitRepeat(repeat);
+  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
+          CollectivePermuteOp, BroadcastOp, SendOp, RecvOp>(op))
+    return emitCollective(op);
+  return fail(op, "the CPU backend does not support " +
+                      op->getName().getStringRef() + " yet");
+}
+
+LogicalResult CpuEmitter::emitBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The model's description
+//===----------------------------------------------------------------------===//
+
+/// Synthetic integer inputs must be valid ids: the smallest table or
+/// vocabulary they index (16 when they index none).
+int64_t CpuEmitter::intBound(BlockArgument input) {
+  int64_t bound = std::numeric_limits<int64_t>::max();
+  SmallVector<Value> work{input};
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      auto groupSize = [&](std::optional<ArrayAttr> axes) -> int64_t {
+        if (!axes)
+          return 1;
+        SmallVector<StringAttr> names;
+        for (Attribute a : *axes)
+          names.push_back(cast<StringAttr>(a));
+        return countDevices(mesh, names, /*manualDivides=*/false);
+      };
+      if (auto embedding = dyn_cast<EmbeddingOp>(user))
+        bound = std::min(bound, tensorType(embedding.getTable()).getShape()[0] *
+                                    groupSize(embedding.getVocabAxes()));
+      else if (auto pick = dyn_cast<PickOp>(user))
+        bound = std::min(bound, tensorType(pick.getLogits()).getShape().back() *
+                                    groupSize(pick.getVocabAxes()));
+      else if (auto ce = dyn_cast<CrossEntropyOp>(user))
+        bound = std::min(bound, tensorType(ce.getLogits()).getShape().back());
+      else if (isa<ReshapeOp, ShardOp, AllSliceOp, AllGatherOp, AllToAllOp,
+                   CollectivePermuteOp, TransposeOp, SliceOp>(user))
+        for (Value result : user->getResults())
+          work.push_back(result);
+    }
+  }
+  return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;
+}
+
+void CpuEmitter::emitTables(raw_ostream &os) {
+  auto describe = [&](raw_ostream &out, StringRef name, Type localType,
+                      ShardingAttr sharding, int64_t offset, InitAttr init,
+                      int64_t bound) {
+    auto type = cast<RankedTensorType>(localType);
+    SmallVector<int64_t> global, local(type.getShape()), counts;
+    SmallVector<std::string> dimAxes;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      SmallVector<int64_t> axes;
+      int64_t factor = 1;
+      if (sharding && d < sharding.getDims().size())
+        for (StringAttr axis : sharding.getDims()[d].getAxes()) {
+          if (mesh.isManualAxis(axis.getValue()))
+            continue; // manual axes do not divide (the pipeline cuts them)
+          axes.push_back(axisIndex(axis.getValue()));
+          factor *= *mesh.getAxisSize(axis.getValue());
+        }
+      global.push_back(size * factor);
+      counts.push_back(int64_t(axes.size()));
+      dimAxes.push_back(list(axes.empty() ? ArrayRef<int64_t>{0} : axes));
+    }
+    const char *initKind = "LOOMRT_INIT_INPUT";
+    double a = 0, b = 0;
+    if (init) {
+      switch (init.getKind()) {
+      case InitKind::Normal:
+        initKind = "LOOMRT_INIT_NORMAL";
+        break;
+      case InitKind::Uniform:
+        initKind = "LOOMRT_INIT_UNIFORM";
+        break;
+      case InitKind::Zeros:
+        initKind = "LOOMRT_INIT_ZEROS";
+        break;
+      case InitKind::Ones:
+        initKind = "LOOMRT_INIT_ONES";
+        break;
+      }
+      a = init.getA().convertToDouble();
+      b = init.getB().convertToDouble();
+    }
+    auto orZero = [](ArrayRef<int64_t> v) {
+      return list(v.empty() ? ArrayRef<int64_t>{0} : v);
+    };
+    out << "    {" << quote(name) << ", " << dtypeEnum(type.getElementType())
+        << ", " << type.getRank() << ", " << orZero(global) << ", "
+        << orZero(local) << ", " << orZero(counts) << ", {"
+        << (dimAxes.empty() ? std::string("{0}") : llvm::join(dimAxes, ", "))
+        << "}, " << offset << ", " << initKind << ", "
+        << llvm::format("%.17g", a) << ", " << llvm::format("%.17g", b)
+        << ", " << bound << "},\n";
+  };
+  auto shardingOf = [&](DictionaryAttr attrs) {
+    return attrs ? attrs.getAs<ShardingAttr>(LoomDialect::kShardingAttrName)
+                 : ShardingAttr();
+  };
+  std::string params, inputs, outputs;
+  llvm::raw_string_ostream paramsOs(params), inputsOs(inputs),
+      outputsOs(outputs);
+  unsigned numParams = 0, numInputs = 0, numOutputs = 0;
+  for (BlockArgument argument : model.getArguments()) {
+    unsigned index = argument.getArgNumber();
+    DictionaryAttr attrs = model.getArgAttrDict(index);
+    int64_t offset =
+        model.getArgAttrOfType<IntegerAttr>(index, LoomDialect::kOffsetAttrName).getInt();
+    if (auto name = attrs.getAs<StringAttr>(LoomDialect::kParamAttrName)) {
+      describe(paramsOs, name.getValue(), argument.getType(), shardingOf(attrs),
+               offset, attrs.getAs<InitAttr>(LoomDialect::kInitAttrName), 0);
+      ++numParams;
+    } else {
+      auto input = attrs.getAs<StringAttr>(LoomDialect::kInputAttrName);
+      bool isInt = !isFloat(tensorType(argument).getElementType());
+      describe(inputsOs, input ? input.getValue() : StringRef("input"),
+               argument.getType(), shardingOf(attrs), offset, InitAttr(),
+               isInt ? intBound(argument) : 0);
+      ++numInputs;
+    }
+  }
+  auto returnOp = cast<func::ReturnOp>(model.getBody().front().getTerminator());
+  for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
+    DictionaryAttr attrs = model.getResultAttrDict(index);
+    auto name = attrs ? attrs.getAs<StringAttr>(LoomDialect::kOutputAttrName)
+                      : StringAttr();
+    std::string where = pointer(value); // "(arena + N)"
+    int64_t offset = std::stoll(where.substr(strlen("(arena + ")));
+    describe(outputsOs,
+             name ? name.getValue()
+                  : StringRef("output_" + std::to_string(index)),
+             value.getType(), shardingOf(attrs), offset, InitAttr(), 0);
+    ++numOutputs;
+  }
+  auto table = [&](StringRef name, const std::string &rows, unsigned count) {
+    if (!count) {
+      os << "static const loomrt_tensor *const " << name << " = nullptr;\n";
+      return;
+    }
+    os << "static const loomrt_tensor " << name << "[] = {\n"
+       << rows << "};\n";
+  };
+  table("kParams", params, numParams);
+  table("kInputs", inputs, numInputs);
+  table("kOutputs", outputs, numOutputs);
+  SmallVector<std::string> names;
+  for (Attribute axis : mesh.getAxisNames())
+    names.push_back(quote(cast<StringAttr>(axis).getValue()));
+  os << "static const char *const kAxisNames[] = {" << llvm::join(names, ", ")
+     << "};\n";
+  os << "static const int64_t kAxisSizes[] = " << list(mesh.getAxisSizes())
+     << ";\n\n";
+  os << "static void step(loomrt_ctx *rt, char *arena);\n\n";
+  os << "static const loomrt_model kModel = {\n"
+     << "    " << quote(model.getSymName()) << ", " << quote(source) << ",\n"
+     << "    " << mesh.getAxisNames().size() << ", kAxisNames, kAxisSizes,\n"
+     << "    " << numParams << ", kParams, " << numInputs << ", kInputs, "
+     << numOutputs << ", kOutputs,\n"
+     << "    "
+     << model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName).getInt()
+     << ", step};\n\n";
+}
+
+LogicalResult CpuEmitter::emit(raw_ostream &os) {
+  if (!model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName))
+    return fail(model, "the model has no memory plan (run loom-plan-memory)");
+  for (BlockArgument argument : model.getArguments())
+    if (!model.getArgAttrOfType<IntegerAttr>(argument.getArgNumber(),
+                                             LoomDialect::kOffsetAttrName))
+      return fail(model, "an argument has no arena offset");
+  if (failed(emitBlock(model.getBody().front())))
+    return failure();
+
+  os << "// Generated by loomc from " << source << ": the per-rank program of "
+     << "model " << model.getSymName() << "\n"
+     << "// on the mesh [";
+  for (auto [i, name, size] : llvm::enumerate(mesh.getAxisNames(),
+                                              mesh.getAxisSizes()))
+    os << (i ? ", " : "") << cast<StringAttr>(name).getValue() << "=" << size;
+  os << "]. Build: loomc " << source << " -o model; run: mpirun -np "
+     << mesh.getNumDevices() << " ./model\n\n"
+     << "#include \"loomrt.h\"\n\n"
+     << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n"
+     << "// Every op rounds its result once to its type (docs/language.md "
+        "11.2).\n"
+     << "static inline float loom_round_bf16(float x) {\n"
+     << "  return loomrt_bf16_to_f32(loomrt_f32_to_bf16(x));\n}\n"
+     << "static inline float loom_round_f16(float x) {\n"
+     << "  return loomrt_f16_to_f32(loomrt_f32_to_f16(x));\n}\n"
+     << "static inline int64_t loom_wrap32(int64_t x) {\n"
+     << "  return (int32_t)(uint32_t)(uint64_t)x;\n}\n"
+     << "static inline float loom_gelu(float x) {\n"
+     << "  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
+     << "static inline float loom_gelu_tanh(float x) {\n"
+     << "  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + "
+        "0.044715f * x * x * x)));\n}\n"
+     << "static const float kOne = 1.0f;\n\n";
+  os << globals << "\n";
+  emitTables(os);
+  os << "static void step(loomrt_ctx *rt, char *arena) {\n"
+     << "  (void)rt;\n"
+     << body << "}\n\n"
+     << "int main(int argc, char **argv) { return loomrt_main(argc, argv, "
+        "&kModel); }\n";
+  return success();
+}
+
+} // namespace
+
+LogicalResult loom::emitCpuProgram(ModuleOp module, StringRef source,
+                                   raw_ostream &os) {
+  SmallVector<func::FuncOp> models;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(LoomDialect::kModelAttrName))
+      models.push_back(func);
+  if (models.size() != 1)
+    return module.emitError()
+           << "an executable runs one model; the file defines "
+           << models.size();
+  SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+  if (meshes.size() > 1)
+    return module.emitError() << "an executable runs on one mesh; the file "
+                                 "declares "
+                              << meshes.size();
+  if (meshes.empty())
+    return models[0].emitError()
+           << "cannot generate CPU code: the module has no mesh (the "
+              "partitioned program declares one)";
+  CpuEmitter emitter(module, models[0], meshes[0], source);
+  return emitter.emit(os);
+}

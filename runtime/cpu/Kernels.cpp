@@ -1,0 +1,484 @@
+//===- Kernels.cpp - CPU kernels the generated code calls -----------------===//
+//
+// Everything here widens bf16/f16 to f32, accumulates in f32 and rounds once
+// at the result (docs/language.md 11.2). Element-wise work is generated
+// inline and fused; these are the ops that need a loop nest of their own.
+//===----------------------------------------------------------------------===//
+#include "loomrt.h"
+#include "runtime/cpu/CpuRuntime.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace loomrt;
+
+namespace {
+
+inline float load(int dtype, const void *base, int64_t i) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    return static_cast<const float *>(base)[i];
+  case LOOMRT_BF16:
+    return loomrt_bf16_to_f32(static_cast<const uint16_t *>(base)[i]);
+  case LOOMRT_F16:
+    return loomrt_f16_to_f32(static_cast<const uint16_t *>(base)[i]);
+  case LOOMRT_I32:
+    return float(static_cast<const int32_t *>(base)[i]);
+  default:
+    return float(static_cast<const int64_t *>(base)[i]);
+  }
+}
+
+inline void store(int dtype, void *base, int64_t i, float value) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    static_cast<float *>(base)[i] = value;
+    return;
+  case LOOMRT_BF16:
+    static_cast<uint16_t *>(base)[i] = loomrt_f32_to_bf16(value);
+    return;
+  case LOOMRT_F16:
+    static_cast<uint16_t *>(base)[i] = loomrt_f32_to_f16(value);
+    return;
+  case LOOMRT_I32:
+    static_cast<int32_t *>(base)[i] = int32_t(value);
+    return;
+  default:
+    static_cast<int64_t *>(base)[i] = int64_t(value);
+  }
+}
+
+inline int64_t loadInt(int dtype, const void *base, int64_t i) {
+  return dtype == LOOMRT_I32 ? static_cast<const int32_t *>(base)[i]
+                             : static_cast<const int64_t *>(base)[i];
+}
+
+inline void storeInt(int dtype, void *base, int64_t i, int64_t value) {
+  if (dtype == LOOMRT_I32)
+    static_cast<int32_t *>(base)[i] = int32_t(uint32_t(uint64_t(value)));
+  else
+    static_cast<int64_t *>(base)[i] = value;
+}
+
+inline bool isInt(int dtype) { return dtype == LOOMRT_I32 || dtype == LOOMRT_I64; }
+
+int64_t product(const int64_t *sizes, int first, int last) {
+  int64_t n = 1;
+  for (int i = first; i < last; ++i)
+    n *= sizes[i];
+  return n;
+}
+
+/// Visits every index of dims [first, last) of a view, calling fn(offset)
+/// with the element offset sum(index * stride), in row-major order.
+template <typename Fn>
+void forEachOffset(const loomrt_view &view, int first, int last, int64_t base,
+                   Fn &&fn) {
+  if (first == last) {
+    fn(base);
+    return;
+  }
+  int64_t size = view.size[first], stride = view.stride[first];
+  for (int64_t i = 0; i < size; ++i)
+    forEachOffset(view, first + 1, last, base + i * stride, fn);
+}
+
+/// True when dims [first, last) of the view are a dense row-major block
+/// with innermost stride 1 (so they can be flattened into one dimension).
+bool isDense(const loomrt_view &view, int first, int last) {
+  int64_t expected = 1;
+  for (int d = last - 1; d >= first; --d) {
+    if (view.size[d] != 1 && view.stride[d] != expected)
+      return false;
+    expected *= view.size[d];
+  }
+  return true;
+}
+
+/// Packs operand `view` (dims [batch, rows, cols] grouped as given, plus the
+/// summed dims of `sum`) into a dense f32 [batch][rows][cols] buffer.
+void pack(int dtype, const void *base, const loomrt_view &view,
+          const loomrt_view &sum, int numBatch, int numRows, float *out) {
+  int64_t o = 0;
+  forEachOffset(view, 0, view.num_dims, 0, [&](int64_t offset) {
+    float acc = 0.0f;
+    if (sum.num_dims == 0) {
+      acc = load(dtype, base, offset);
+    } else {
+      forEachOffset(sum, 0, sum.num_dims, offset,
+                    [&](int64_t s) { acc += load(dtype, base, s); });
+    }
+    out[o++] = acc;
+  });
+  (void)numBatch;
+  (void)numRows;
+}
+
+void contractIntegers(const loomrt_contraction *c, const void *a, const void *b,
+                      void *out) {
+  // Integer contractions wrap around in their own type; rare and small, so a
+  // plain loop over (batch, m, n, k) index tuples.
+  int nb = c->num_batch, nm = c->num_m, nn = c->num_n, nk = c->num_k;
+  int64_t batch = product(c->a.size, 0, nb), m = product(c->a.size, nb, nb + nm),
+          k = product(c->a.size, nb + nm, nb + nm + nk),
+          n = product(c->b.size, nb + nk, nb + nk + nn);
+  std::vector<int64_t> aOff, bOff, oOff;
+  forEachOffset(c->a, 0, c->a.num_dims, 0, [&](int64_t o) { aOff.push_back(o); });
+  forEachOffset(c->b, 0, c->b.num_dims, 0, [&](int64_t o) { bOff.push_back(o); });
+  forEachOffset(c->out, 0, c->out.num_dims, 0, [&](int64_t o) { oOff.push_back(o); });
+  auto sumOver = [&](const loomrt_view &sum, int dtype, const void *base,
+                     int64_t offset) {
+    if (sum.num_dims == 0)
+      return loadInt(dtype, base, offset);
+    uint64_t acc = 0;
+    forEachOffset(sum, 0, sum.num_dims, offset,
+                  [&](int64_t s) { acc += uint64_t(loadInt(dtype, base, s)); });
+    return int64_t(acc);
+  };
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t mi = 0; mi < m; ++mi)
+      for (int64_t ni = 0; ni < n; ++ni) {
+        uint64_t acc = 0;
+        for (int64_t ki = 0; ki < k; ++ki)
+          acc += uint64_t(sumOver(c->a_sum, c->a_dtype, a, aOff[(bi * m + mi) * k + ki])) *
+                 uint64_t(sumOver(c->b_sum, c->b_dtype, b, bOff[(bi * k + ki) * n + ni]));
+        int64_t value = int64_t(acc);
+        if (c->out_dtype == LOOMRT_I32)
+          value = int32_t(uint32_t(acc));
+        storeInt(c->out_dtype, out, oOff[(bi * m + mi) * n + ni], value);
+      }
+}
+
+} // namespace
+
+extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
+                                const void *a, const void *b, void *out) {
+  if (isInt(c->out_dtype)) {
+    contractIntegers(c, a, b, out);
+    return;
+  }
+  int nb = c->num_batch, nm = c->num_m, nn = c->num_n, nk = c->num_k;
+  int64_t batch = product(c->a.size, 0, nb), m = product(c->a.size, nb, nb + nm),
+          k = product(c->a.size, nb + nm, nb + nm + nk),
+          n = product(c->b.size, nb + nk, nb + nk + nn);
+  double start = gemmClockStart(rt);
+  // Operands that are already dense f32 per batch go to BLAS in place
+  // (possibly transposed); the rest are packed (widened, gathered, pre-summed).
+  auto direct = [&](const loomrt_view &view, const loomrt_view &sum, int dtype,
+                    int rows, int cols, bool &transposed, int64_t &ld) {
+    if (dtype != LOOMRT_F32 || sum.num_dims != 0)
+      return false;
+    int r0 = nb, r1 = nb + rows, c1 = r1 + cols;
+    if (isDense(view, r0, c1)) {
+      transposed = false;
+      ld = product(view.size, r1, c1);
+      return true;
+    }
+    // Transposed: columns major, rows minor, both dense.
+    loomrt_view swapped = view;
+    int w = 0;
+    for (int d = r1; d < c1; ++d, ++w) {
+      swapped.size[r0 + w] = view.size[d];
+      swapped.stride[r0 + w] = view.stride[d];
+    }
+    for (int d = r0; d < r1; ++d, ++w) {
+      swapped.size[r0 + w] = view.size[d];
+      swapped.stride[r0 + w] = view.stride[d];
+    }
+    if (isDense(swapped, r0, c1)) {
+      transposed = true;
+      ld = product(view.size, r0, r1);
+      return true;
+    }
+    return false;
+  };
+  bool aTrans = false, bTrans = false;
+  int64_t lda = k, ldb = n;
+  bool aDirect = direct(c->a, c->a_sum, c->a_dtype, nm, nk, aTrans, lda);
+  bool bDirect = direct(c->b, c->b_sum, c->b_dtype, nk, nn, bTrans, ldb);
+  std::vector<float> &aPacked = scratch(rt, 0), &bPacked = scratch(rt, 1),
+                     &cPacked = scratch(rt, 2);
+  if (!aDirect) {
+    aPacked.resize(size_t(batch * m * k));
+    pack(c->a_dtype, a, c->a, c->a_sum, nb, nm, aPacked.data());
+    lda = k;
+  }
+  if (!bDirect) {
+    bPacked.resize(size_t(batch * k * n));
+    pack(c->b_dtype, b, c->b, c->b_sum, nb, nk, bPacked.data());
+    ldb = n;
+  }
+  bool outDirect = c->out_dtype == LOOMRT_F32 && isDense(c->out, 0, c->out.num_dims);
+  float *cData = static_cast<float *>(out);
+  if (!outDirect) {
+    cPacked.resize(size_t(batch * m * n));
+    cData = cPacked.data();
+  }
+  // Offsets of each batch in the operands (batch dims may broadcast).
+  std::vector<int64_t> aBatch, bBatch;
+  loomrt_view aBatchView = c->a, bBatchView = c->b;
+  forEachOffset(aBatchView, 0, nb, 0, [&](int64_t o) { aBatch.push_back(o); });
+  forEachOffset(bBatchView, 0, nb, 0, [&](int64_t o) { bBatch.push_back(o); });
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const float *aData = aDirect ? static_cast<const float *>(a) + aBatch[bi]
+                                 : aPacked.data() + bi * m * k;
+    const float *bData = bDirect ? static_cast<const float *>(b) + bBatch[bi]
+                                 : bPacked.data() + bi * k * n;
+    if (k == 0) {
+      std::fill(cData + bi * m * n, cData + (bi + 1) * m * n, 0.0f);
+      continue;
+    }
+    cblas_sgemm(CblasRowMajor, aTrans ? CblasTrans : CblasNoTrans,
+                bTrans ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, aData,
+                int(lda), bData, int(ldb), 0.0f, cData + bi * m * n, int(n));
+  }
+  if (!outDirect) {
+    int64_t i = 0;
+    forEachOffset(c->out, 0, c->out.num_dims, 0,
+                  [&](int64_t o) { store(c->out_dtype, out, o, cData[i++]); });
+  }
+  gemmClockStop(rt, start);
+}
+
+extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *out,
+                              int rank, const int64_t *shape, uint32_t mask,
+                              double scale) {
+  // Output index of each input element: strides of the kept dimensions.
+  int64_t outStride[LOOMRT_MAX_RANK], stride = 1, outCount = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (mask & (1u << d)) {
+      outStride[d] = 0;
+    } else {
+      outStride[d] = stride;
+      stride *= shape[d];
+      outCount *= shape[d];
+    }
+  }
+  int64_t total = product(shape, 0, rank);
+  int64_t index[LOOMRT_MAX_RANK] = {0};
+  if (isInt(dtype)) {
+    std::vector<int64_t> acc(size_t(outCount), reduction == LOOMRT_MAX
+                                                   ? std::numeric_limits<int64_t>::min()
+                                                   : 0);
+    int64_t o = 0;
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t v = loadInt(dtype, in, i);
+      acc[o] = reduction == LOOMRT_MAX ? std::max(acc[o], v)
+                                       : int64_t(uint64_t(acc[o]) + uint64_t(v));
+      for (int d = rank - 1; d >= 0; --d) {
+        o += outStride[d];
+        if (++index[d] < shape[d])
+          break;
+        o -= outStride[d] * shape[d];
+        index[d] = 0;
+      }
+    }
+    for (int64_t j = 0; j < outCount; ++j)
+      storeInt(dtype, out, j, acc[j]);
+    return;
+  }
+  std::vector<float> acc(size_t(outCount),
+                         reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity()
+                                                 : 0.0f);
+  int64_t o = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    float v = load(dtype, in, i);
+    if (reduction == LOOMRT_MAX)
+      acc[o] = (v > acc[o] || std::isnan(v)) ? v : acc[o];
+    else
+      acc[o] += v;
+    for (int d = rank - 1; d >= 0; --d) {
+      o += outStride[d];
+      if (++index[d] < shape[d])
+        break;
+      o -= outStride[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+  for (int64_t j = 0; j < outCount; ++j)
+    store(dtype, out, j, reduction == LOOMRT_MAX ? acc[j] : float(acc[j] * scale));
+}
+
+extern "C" void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer,
+                               int64_t n, int64_t inner) {
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * n * inner + i;
+      float maximum = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < n; ++j) {
+        row[j] = load(dtype, in, base + j * inner);
+        maximum = std::max(maximum, row[j]);
+      }
+      float total = 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        row[j] = std::exp(row[j] - maximum);
+        total += row[j];
+      }
+      for (int64_t j = 0; j < n; ++j)
+        store(dtype, out, base + j * inner, row[j] / total);
+    }
+}
+
+extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype, const void *scale,
+                            const void *bias, void *out, int64_t rows, int64_t n,
+                            double eps, int rms) {
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = load(dtype, x, r * n + j);
+      sum += row[j];
+    }
+    float mean = rms ? 0.0f : sum / float(n), squares = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      float centred = row[j] - mean;
+      squares += centred * centred;
+    }
+    float inverse = 1.0f / std::sqrt(squares / float(n) + float(eps));
+    for (int64_t j = 0; j < n; ++j) {
+      float y = (row[j] - mean) * inverse * load(scaleDtype, scale, j);
+      if (bias)
+        y += load(scaleDtype, bias, j);
+      store(dtype, out, r * n + j, y);
+    }
+  }
+}
+
+extern "C" void loomrt_attention(int dtype, const void *q, const void *k, const void *v,
+                                 void *out, int64_t batch, int64_t s, int64_t t,
+                                 int64_t e, int64_t f, int causal, double scale) {
+  std::vector<float> qRow(static_cast<size_t>(e)), scores(static_cast<size_t>(t)),
+      acc(static_cast<size_t>(f)),
+      kData(static_cast<size_t>(t * e)), vData(static_cast<size_t>(t * f));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t j = 0; j < t * e; ++j)
+      kData[j] = load(dtype, k, b * t * e + j);
+    for (int64_t j = 0; j < t * f; ++j)
+      vData[j] = load(dtype, v, b * t * f + j);
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t c = 0; c < e; ++c)
+        qRow[c] = load(dtype, q, (b * s + i) * e + c);
+      int64_t visible = causal ? std::min(t, i + 1) : t;
+      float maximum = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < visible; ++j) {
+        float dot = 0.0f;
+        for (int64_t c = 0; c < e; ++c)
+          dot += qRow[c] * kData[j * e + c];
+        scores[j] = dot * float(scale);
+        maximum = std::max(maximum, scores[j]);
+      }
+      float total = 0.0f;
+      for (int64_t j = 0; j < visible; ++j) {
+        scores[j] = std::exp(scores[j] - maximum);
+        total += scores[j];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t j = 0; j < visible; ++j) {
+        float p = scores[j] / total;
+        for (int64_t c = 0; c < f; ++c)
+          acc[c] += p * vData[j * f + c];
+      }
+      for (int64_t c = 0; c < f; ++c)
+        store(dtype, out, (b * s + i) * f + c, visible ? acc[c] : NAN);
+    }
+  }
+}
+
+extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count, int dtype,
+                                 const void *table, int64_t rows, int64_t width,
+                                 int64_t vocabStart, void *out) {
+  size_t bytes = dtype == LOOMRT_F32 ? 4 : 2;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t row = loadInt(idsDtype, ids, i) - vocabStart;
+    char *dst = static_cast<char *>(out) + i * width * bytes;
+    if (row >= 0 && row < rows)
+      memcpy(dst, static_cast<const char *>(table) + row * width * bytes,
+             size_t(width) * bytes);
+    else
+      memset(dst, 0, size_t(width) * bytes);
+  }
+}
+
+extern "C" void loomrt_pick(int dtype, const void *logits, int64_t count, int64_t vocab,
+                            int targetsDtype, const void *targets, int64_t vocabStart,
+                            float *out) {
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t column = loadInt(targetsDtype, targets, i) - vocabStart;
+    out[i] = column >= 0 && column < vocab ? load(dtype, logits, i * vocab + column) : 0.0f;
+  }
+}
+
+extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype,
+                                     const void *logits, int64_t count, int64_t vocab,
+                                     int targetsDtype, const void *targets, float *out) {
+  float total = 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t target = loadInt(targetsDtype, targets, i);
+    if (target < 0 || target >= vocab) {
+      std::string message = "target " + std::to_string(target) + " at position " +
+                            std::to_string(i) + " is outside [0, " +
+                            std::to_string(vocab) + ")";
+      loomrt_fail(rt, site, message.c_str());
+    }
+    float maximum = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < vocab; ++j)
+      maximum = std::max(maximum, load(dtype, logits, i * vocab + j));
+    float sum = 0.0f;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(load(dtype, logits, i * vocab + j) - maximum);
+    total += maximum + std::log(sum) - load(dtype, logits, i * vocab + target);
+  }
+  *out = count ? total / float(count) : NAN;
+}
+
+extern "C" void loomrt_transpose(int dtype, const void *in, void *out, int rank,
+                                 const int64_t *shape, const int *perm) {
+  size_t bytes = (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
+  int64_t inStride[LOOMRT_MAX_RANK], stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    inStride[d] = stride;
+    stride *= shape[d];
+  }
+  loomrt_view view;
+  view.num_dims = rank;
+  for (int d = 0; d < rank; ++d) {
+    view.size[d] = shape[perm[d]];
+    view.stride[d] = inStride[perm[d]];
+  }
+  char *dst = static_cast<char *>(out);
+  const char *src = static_cast<const char *>(in);
+  forEachOffset(view, 0, rank, 0, [&](int64_t offset) {
+    memcpy(dst, src + offset * bytes, bytes);
+    dst += bytes;
+  });
+}
+
+static size_t elementBytes(int dtype) {
+  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
+}
+
+extern "C" void loomrt_extract(int dtype, const void *in, void *out, int64_t outer,
+                               int64_t inDim, int64_t outDim, int64_t start,
+                               int64_t inner) {
+  size_t row = size_t(outDim * inner) * elementBytes(dtype);
+  for (int64_t o = 0; o < outer; ++o)
+    memcpy(static_cast<char *>(out) + o * row,
+           static_cast<const char *>(in) +
+               size_t((o * inDim + start) * inner) * elementBytes(dtype),
+           row);
+}
+
+extern "C" void loomrt_insert(int dtype, const void *in, void *out, int64_t outer,
+                              int64_t inDim, int64_t outDim, int64_t start,
+                              int64_t inner) {
+  size_t row = size_t(inDim * inner) * elementBytes(dtype);
+  for (int64_t o = 0; o < outer; ++o)
+    memcpy(static_cast<char *>(out) +
+               size_t((o * outDim + start) * inner) * elementBytes(dtype),
+           static_cast<const char *>(in) + o * row, row);
+}

@@ -1,0 +1,248 @@
+/*===- loomrt.h - The C ABI between generated code and libloomrt ---------===*
+ *
+ * Generated per-rank programs describe their model (mesh, parameters,
+ * inputs, outputs, arena size) in a `loomrt_model` and hand it to
+ * `loomrt_main`, which owns everything that is not the step itself: MPI,
+ * options, the arena, initial values, tensor I/O, timing and the watchdog.
+ * The step calls back into the runtime for collectives and for the kernels
+ * that are not generated inline (GEMMs through BLAS, row reductions).
+ *
+ * The ABI is C so that the CUDA backend and other languages can share it.
+ * Shapes are row-major; every pointer is into the rank's arena or into
+ * constant data of the generated program.
+ *===----------------------------------------------------------------------===*/
+#ifndef LOOMRT_H
+#define LOOMRT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types (the numbering is shared with runtime/Safetensors.h). */
+enum { LOOMRT_F32 = 0, LOOMRT_BF16 = 1, LOOMRT_F16 = 2, LOOMRT_I32 = 3, LOOMRT_I64 = 4 };
+/* Reductions of all_reduce / reduce_scatter / loomrt_reduce. */
+enum { LOOMRT_SUM = 0, LOOMRT_MAX = 1 };
+/* Parameter initialisers (docs/language.md, 8.2). */
+enum {
+  LOOMRT_INIT_ZEROS = 0,
+  LOOMRT_INIT_ONES = 1,
+  LOOMRT_INIT_NORMAL = 2,  /* a = mean, b = std */
+  LOOMRT_INIT_UNIFORM = 3, /* a = low, b = high */
+  LOOMRT_INIT_INPUT = 4    /* a synthetic model input (see loomrt_main) */
+};
+
+#define LOOMRT_MAX_RANK 8
+#define LOOMRT_MAX_DIM_AXES 4
+
+/* A global tensor that crosses the program's boundary: a parameter, a model
+ * input or a model output, with its sharding and where it lives. */
+typedef struct {
+  const char *name;
+  int dtype;
+  int rank;
+  int64_t global_shape[LOOMRT_MAX_RANK];
+  int64_t local_shape[LOOMRT_MAX_RANK];
+  /* Mesh axes (indices into the mesh) that split each dimension, major to
+   * minor; num_dim_axes[d] of them. */
+  int num_dim_axes[LOOMRT_MAX_RANK];
+  int dim_axes[LOOMRT_MAX_RANK][LOOMRT_MAX_DIM_AXES];
+  /* Byte offset of the local piece in the arena. */
+  int64_t arena_offset;
+  /* Parameters: LOOMRT_INIT_*, with its two constants. */
+  int init;
+  double init_a, init_b;
+  /* Integer inputs: synthetic values are uniform in [0, int_bound). */
+  int64_t int_bound;
+} loomrt_tensor;
+
+typedef struct loomrt_ctx loomrt_ctx;
+
+typedef struct {
+  const char *name;   /* the model's name */
+  const char *source; /* the .loom file it was compiled from */
+  int num_axes;
+  const char *const *axis_names;
+  const int64_t *axis_sizes;
+  int num_params;
+  const loomrt_tensor *params;
+  int num_inputs;
+  const loomrt_tensor *inputs;
+  int num_outputs;
+  const loomrt_tensor *outputs;
+  int64_t arena_bytes;
+  /* One step of the model: reads parameters and inputs from the arena and
+   * leaves the outputs there. */
+  void (*step)(loomrt_ctx *rt, char *arena);
+} loomrt_model;
+
+/* Runs the model as an MPI program with the executable's options (--help
+ * lists them) and returns the process exit code. */
+int loomrt_main(int argc, char **argv, const loomrt_model *model);
+
+/* This rank's index in the group over `axes` (row-major, in the order given). */
+int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes, int num_axes);
+
+/* Ends the job: prints "loom: rank R: error: <site>: <message>" and aborts
+ * every rank with a non-zero exit. */
+void loomrt_fail(loomrt_ctx *rt, const char *site, const char *message);
+
+/*--- Collectives -----------------------------------------------------------
+ * `site` names the op and its source line for error messages. Groups are
+ * the ranks sharing their coordinates on every axis but `axes`; ranks in a
+ * group are numbered row-major over `axes` in the order given. A tensor cut
+ * along dimension d is described as [outer, d, inner] with `chunk` = d*inner
+ * elements of the local piece. `in` and `out` may be the same buffer only
+ * for all_reduce and broadcast. */
+void loomrt_all_reduce(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
+                       int dtype, int reduction, const void *in, void *out, int64_t count);
+void loomrt_all_gather(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
+                       int dtype, const void *in, void *out, int64_t outer, int64_t chunk);
+void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
+                           int dtype, int reduction, const void *in, void *out,
+                           int64_t outer, int64_t chunk);
+void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int num_axes, int dtype,
+                      const void *in, void *out, int64_t outer, int64_t chunk);
+/* Splits dimension split_dim of the local [shape] into n pieces, sends piece
+ * r to group rank r and concatenates the received pieces along concat_dim. */
+void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
+                       int dtype, const void *in, void *out, int rank,
+                       const int64_t *shape, int split_dim, int concat_dim);
+/* pairs: num_pairs (source, target) group ranks; a rank that is no target
+ * gets zeros. */
+void loomrt_collective_permute(loomrt_ctx *rt, const char *site, const int *axes,
+                               int num_axes, int dtype, const void *in, void *out,
+                               int64_t count, const int64_t *pairs, int num_pairs);
+void loomrt_broadcast(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
+                      int dtype, const void *in, void *out, int64_t count, int64_t root);
+void loomrt_send(loomrt_ctx *rt, const char *site, int axis, int64_t offset, int dtype,
+                 const void *in, int64_t count);
+void loomrt_recv(loomrt_ctx *rt, const char *site, int axis, int64_t offset, int dtype,
+                 void *out, int64_t count);
+
+/*--- Kernels ---------------------------------------------------------------
+ * Floating inputs are widened to f32, computed in f32 and rounded once to
+ * the output's type (docs/language.md, 11.2). */
+
+/* A strided view of a contraction operand or result; dims are grouped as the
+ * contraction says (batch, then M or N, then K). */
+typedef struct {
+  int num_dims;
+  int64_t size[2 * LOOMRT_MAX_RANK];
+  int64_t stride[2 * LOOMRT_MAX_RANK]; /* in elements; 0 broadcasts */
+} loomrt_view;
+
+/* out[b, m, n] = sum over k (and over a_sum / b_sum) of a[b, m, k] * b[b, k, n].
+ * a: dims [batch..., m..., k...] (+ a_sum); b: [batch..., k..., n...]
+ * (+ b_sum); out: [batch..., m..., n...]. */
+typedef struct {
+  int num_batch, num_m, num_n, num_k;
+  int a_dtype, b_dtype, out_dtype;
+  loomrt_view a, a_sum, b, b_sum, out;
+} loomrt_contraction;
+
+void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c, const void *a,
+                     const void *b, void *out);
+
+/* Reduces the dimensions set in `mask` of in[shape] (sum, max; a mean is a
+ * sum times `scale`). */
+void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank,
+                   const int64_t *shape, uint32_t mask, double scale);
+/* Softmax over the middle dimension of [outer, n, inner]. */
+void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t n,
+                    int64_t inner);
+/* Layer norm (or RMS norm when bias is null and rms is set) over the last n
+ * elements of each of `rows` rows. */
+void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,
+                 const void *bias, void *out, int64_t rows, int64_t n, double eps, int rms);
+void loomrt_attention(int dtype, const void *q, const void *k, const void *v, void *out,
+                      int64_t batch, int64_t s, int64_t t, int64_t e, int64_t f, int causal,
+                      double scale);
+/* out[i, :] = table[ids[i] - vocab_start, :] when that row is this rank's,
+ * zeros otherwise. */
+void loomrt_embedding(int ids_dtype, const void *ids, int64_t count, int dtype,
+                      const void *table, int64_t rows, int64_t width, int64_t vocab_start,
+                      void *out);
+/* out[i] = f32(logits[i, targets[i] - vocab_start]) or 0 when not this rank's. */
+void loomrt_pick(int dtype, const void *logits, int64_t count, int64_t vocab,
+                 int targets_dtype, const void *targets, int64_t vocab_start, float *out);
+/* Mean over `count` rows of logsumexp(logits[i, :]) - logits[i, targets[i]]. */
+void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
+                          int64_t count, int64_t vocab, int targets_dtype,
+                          const void *targets, float *out);
+void loomrt_transpose(int dtype, const void *in, void *out, int rank, const int64_t *shape,
+                      const int *perm);
+/* Copies in[outer, in_dim, inner][:, start:start+out_dim, :] to out (extract)
+ * or in to out[:, start:start+in_dim, :] (insert). */
+void loomrt_extract(int dtype, const void *in, void *out, int64_t outer, int64_t in_dim,
+                    int64_t out_dim, int64_t start, int64_t inner);
+void loomrt_insert(int dtype, const void *in, void *out, int64_t outer, int64_t in_dim,
+                   int64_t out_dim, int64_t start, int64_t inner);
+
+/*--- bf16 and f16 storage types: exact widening, round to nearest even ----*/
+static inline float loomrt_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+static inline uint16_t loomrt_f32_to_bf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((bits >> 16) | 0x40u); /* quiet NaN */
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+static inline float loomrt_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu,
+           mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1fu) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else { /* subnormal: normalise */
+    exponent = 113u;
+    while (!(mantissa & 0x400u)) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+static inline uint16_t loomrt_f32_to_f16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u)
+    return (uint16_t)(sign | 0x7e00u);
+  if (magnitude >= 0x477ff000u) /* rounds to >= 65520: infinity */
+    return (uint16_t)(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) { /* below the smallest normal f16 */
+    /* Adding 0.5 (as f32) aligns the f16 subnormal grid with f32's last
+     * mantissa bits, so the FPU rounds to nearest even for us. */
+    float shifted;
+    memcpy(&shifted, &magnitude, 4);
+    shifted += 0.5f;
+    uint32_t out;
+    memcpy(&out, &shifted, 4);
+    return (uint16_t)(sign | (uint16_t)(out - 0x3f000000u));
+  }
+  uint32_t odd = (magnitude >> 13) & 1u;
+  magnitude += 0xc8000fffu + odd; /* rebias exponent (-112 << 23) and round */
+  return (uint16_t)(sign | (uint16_t)(magnitude >> 13));
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOOMRT_H */
