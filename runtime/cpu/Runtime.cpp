@@ -133,11 +133,20 @@ MPI_Op mpiOp(loomrt_ctx *rt, int dtype, int reduction) {
   return reduction == LOOMRT_MAX ? MPI_MAX : MPI_SUM;
 }
 
-MPI_Comm communicator(loomrt_ctx *rt, const int *axes, int numAxes) {
+void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests, const std::string &what);
+
+/// The communicator over `axes`, made on first use. Splitting blocks until
+/// every rank arrives, so a watched barrier goes first: a rank that never
+/// comes ends the job with `what` (the collective that needed it).
+MPI_Comm communicator(loomrt_ctx *rt, const int *axes, int numAxes,
+                      const std::string &what) {
   std::vector<int> key(axes, axes + numAxes);
   auto found = rt->comms.find(key);
   if (found != rt->comms.end())
     return found->second;
+  std::vector<MPI_Request> request(1);
+  checkMpi(rt, MPI_Ibarrier(MPI_COMM_WORLD, &request[0]), what);
+  await(rt, request, what);
   // Colour: this rank's coordinates on the other axes; key: its row-major
   // index over `axes` in the order given (so (dp,tp) and (tp,dp) differ).
   const loomrt_model *m = rt->model;
@@ -180,9 +189,33 @@ void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests, const std::string
   }
 }
 
+/// Runs one non-blocking MPI operation under the watchdog.
+template <typename Start>
+void watched(loomrt_ctx *rt, const std::string &what, Start start) {
+  std::vector<MPI_Request> request(1);
+  checkMpi(rt, start(&request[0]), what);
+  await(rt, request, what);
+}
+
+/// A barrier under the watchdog: a rank that never arrives ends the job.
+void barrier(loomrt_ctx *rt, const char *what) {
+  watched(rt, std::string("the barrier ") + what,
+          [&](MPI_Request *r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); });
+}
+
 std::string describe(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
                      const char *site) {
-  return format("collective #%llu %s over %s at %s", (unsigned long long)rt->sequence++,
+  // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
+  // rank back before its first collective.
+  if (rt->sequence == 0)
+    if (const char *stall = getenv("LOOMRT_TEST_STALL")) {
+      int stallRank = -1;
+      double seconds = 0;
+      if (sscanf(stall, "%d:%lf", &stallRank, &seconds) == 2 &&
+          stallRank == rt->worldRank)
+        usleep(useconds_t(seconds * 1e6));
+    }
+  return format("collective #%llu %s over %s (%s)", (unsigned long long)rt->sequence++,
                 op, axesText(rt, axes, numAxes).c_str(), site);
 }
 
@@ -224,7 +257,7 @@ extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site, const int *a
   std::string what = describe(
       rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
       numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes);
+  MPI_Comm comm = communicator(rt, axes, numAxes, what);
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
            MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count), mpiType(dtype),
@@ -237,7 +270,7 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site, const int *a
                                   int numAxes, int dtype, const void *in, void *out,
                                   int64_t outer, int64_t chunk) {
   std::string what = describe(rt, "all_gather", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes);
+  MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t n = groupSize(rt, axes, numAxes);
   size_t bytes = elementBytes(dtype), piece = size_t(outer * chunk) * bytes;
   std::vector<char> gathered(piece * size_t(n));
@@ -260,7 +293,7 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site, const in
                                       const void *in, void *out, int64_t outer,
                                       int64_t chunk) {
   std::string what = describe(rt, "reduce_scatter", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes);
+  MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t n = groupSize(rt, axes, numAxes);
   size_t bytes = elementBytes(dtype), row = size_t(chunk) * bytes;
   // [outer][n][chunk] -> [n][outer][chunk], so that piece r is contiguous.
@@ -292,7 +325,7 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *a
                                   int rank, const int64_t *shape, int splitDim,
                                   int concatDim) {
   std::string what = describe(rt, "all_to_all", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes);
+  MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t n = groupSize(rt, axes, numAxes);
   size_t bytes = elementBytes(dtype);
   int64_t total = 1;
@@ -339,7 +372,7 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
                                           const void *in, void *out, int64_t count,
                                           const int64_t *pairs, int numPairs) {
   std::string what = describe(rt, "collective_permute", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes);
+  MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t me = loomrt_group_rank(rt, axes, numAxes);
   size_t bytes = size_t(count) * elementBytes(dtype);
   std::vector<char> copy(static_cast<const char *>(in), static_cast<const char *>(in) + bytes);
@@ -370,7 +403,7 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site, const int *ax
                                  int numAxes, int dtype, const void *in, void *out,
                                  int64_t count, int64_t root) {
   std::string what = describe(rt, "broadcast", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes);
+  MPI_Comm comm = communicator(rt, axes, numAxes, what);
   size_t bytes = size_t(count) * elementBytes(dtype);
   if (in != out)
     memcpy(out, in, bytes);
@@ -390,7 +423,7 @@ extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis, int64_t 
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
            MPI_Isend(in, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                     neighbour(rt, axis, offset), 9, communicator(rt, &axis, 1),
+                     neighbour(rt, axis, offset), 9, communicator(rt, &axis, 1, what),
                      &request[0]),
            what);
   await(rt, request, what);
@@ -402,7 +435,7 @@ extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis, int64_t 
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
            MPI_Irecv(out, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                     neighbour(rt, axis, offset), 9, communicator(rt, &axis, 1),
+                     neighbour(rt, axis, offset), 9, communicator(rt, &axis, 1, what),
                      &request[0]),
            what);
   await(rt, request, what);
@@ -682,7 +715,9 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     if (fd >= 0)
       close(fd);
   }
-  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  watched(rt, "sharing whether " + path + " could be created", [&](MPI_Request *r) {
+    return MPI_Ibcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD, r);
+  });
   if (status != 0) {
     if (rt->worldRank == 0)
       fprintf(stderr, "loom: error: cannot write %s: %s\n", path.c_str(), strerror(status));
@@ -706,7 +741,9 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
   if (fd >= 0)
     close(fd);
   int anyFailed = 0;
-  MPI_Allreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  watched(rt, "sharing whether " + path + " was written", [&](MPI_Request *r) {
+    return MPI_Iallreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, r);
+  });
   if (anyFailed) {
     if (failed)
       fprintf(stderr, "loom: rank %d: error: writing %s failed: %s\n", rt->worldRank,
@@ -762,8 +799,12 @@ void report(loomrt_ctx *rt, char *arena) {
       });
     }
     double sum = 0.0, largest = 0.0;
-    MPI_Reduce(&local[0], &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&local[1], &largest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    watched(rt, "summing the outputs", [&](MPI_Request *r) {
+      return MPI_Ireduce(&local[0], &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, r);
+    });
+    watched(rt, "summing the outputs", [&](MPI_Request *r) {
+      return MPI_Ireduce(&local[1], &largest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, r);
+    });
     if (rt->worldRank != 0)
       continue;
     if (t.rank == 0)
@@ -872,7 +913,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   if (options.bench)
     model->step(rt, arena); // warm-up: page faults, BLAS buffers, communicators
   for (long s = 0; s < options.steps; ++s) {
-    MPI_Barrier(MPI_COMM_WORLD);
+    barrier(rt, "before a step");
     rt->gemmSeconds = 0.0;
     double start = now();
     model->step(rt, arena);
@@ -889,8 +930,12 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
       total += s;
     double share = total > 0 ? gemmTotal / total : 0.0;
     double maxMedian = 0.0, sumShare = 0.0;
-    MPI_Reduce(&median, &maxMedian, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&share, &sumShare, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    watched(rt, "collecting step times", [&](MPI_Request *r) {
+      return MPI_Ireduce(&median, &maxMedian, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, r);
+    });
+    watched(rt, "collecting step times", [&](MPI_Request *r) {
+      return MPI_Ireduce(&share, &sumShare, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, r);
+    });
     if (leader)
       printf("bench: %ld steps on %d ranks: median step %.3f ms (slowest rank), "
              "GEMMs %.1f%% of step time (mean over ranks)\n",
@@ -910,7 +955,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
       data.push_back(arena + model->params[i].arena_offset);
     save(rt, options.saveParams, model->params, model->num_params, data.data());
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  barrier(rt, "at the end of the run");
   free(arena);
   return finish(0);
 }

@@ -17,6 +17,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 #include <string>
 
 namespace loom {
@@ -47,7 +49,10 @@ std::string describeCollective(const CollectiveInfo &info);
 void printCollectiveTable(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// The `loomc --report` summary, as text or as JSON.
-void printReport(mlir::ModuleOp module, llvm::raw_ostream &os, bool json);
+/// `arenaBytes`, when known, is the memory plan's arena: the peak bytes one
+/// rank holds (loom-plan-memory).
+void printReport(mlir::ModuleOp module, llvm::raw_ostream &os, bool json,
+                 std::optional<int64_t> arenaBytes = std::nullopt);
 
 /// Product of the counts of the `loom.repeat`s around `op`.
 int64_t countIterations(mlir::Operation *op);

@@ -34,6 +34,17 @@ bool isScalarConstant(Value value) {
          cast<RankedTensorType>(constant.getType()).getNumElements() == 1;
 }
 
+/// All uses are by one op (`x * x` uses x twice but has one user).
+bool hasOneUser(Value value) {
+  Operation *user = nullptr;
+  for (Operation *candidate : value.getUsers()) {
+    if (user && candidate != user)
+      return false;
+    user = candidate;
+  }
+  return user != nullptr;
+}
+
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
@@ -77,7 +88,7 @@ struct FuseElementwisePass
           Operation *producer = operand.getDefiningOp();
           if (!producer || producer->getBlock() != &block ||
               !isElementwise(producer) || taken.contains(producer) ||
-              !producer->getResult(0).hasOneUse() ||
+              !hasOneUser(producer->getResult(0)) ||
               shapeOf(producer->getResult(0)) != space)
             continue;
           work.push_back(producer);

@@ -157,7 +157,7 @@ def LoomWidenFloats : Pass<"loom-widen-floats", "mlir::ModuleOp"> {
 def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group element-wise ops that share an iteration space into loom.fused";
   let description = [{
-    Part of the plan every backend shares. An element-wise op whose only use
+    Part of the plan every backend shares. An element-wise op whose only user
     is an element-wise op of the same block with a result of the same shape
     joins that op's group; scalar constants are copied into the group. Each
     group of two or more ops becomes one `loom.fused` op whose body holds the

@@ -93,7 +93,8 @@ struct AxisTraffic {
 };
 } // namespace
 
-void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json) {
+void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
+                       std::optional<int64_t> arenaBytes) {
   int64_t paramBytes = 0, inputBytes = 0, numParams = 0;
   double activationBytes = 0, flops = 0;
   std::string meshText;
@@ -151,6 +152,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json) {
       out.attribute("input_bytes_per_rank", inputBytes);
       out.attribute("activation_bytes_per_rank", activationBytes);
       out.attribute("flops_per_rank", flops);
+      if (arenaBytes)
+        out.attribute("arena_bytes_per_rank", *arenaBytes);
       out.attributeArray("collectives", [&] {
         for (const std::string &key : order) {
           out.object([&] {
@@ -174,6 +177,11 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json) {
   os << llvm::format("  activations:  %.0f bytes (%.2f MiB)\n", activationBytes,
                      mib(activationBytes));
   os << llvm::format("  flops:        %.4g\n", flops);
+  if (arenaBytes)
+    os << llvm::format("  arena:        %lld bytes (%.2f MiB): peak memory, "
+                       "from the memory plan\n",
+                       static_cast<long long>(*arenaBytes),
+                       mib(double(*arenaBytes)));
   os << "  collectives by mesh axes:\n";
   if (order.empty())
     os << "    none\n";

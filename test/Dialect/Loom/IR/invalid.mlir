@@ -1376,3 +1376,75 @@ func.func @spmd_axes(%x: tensor<3xf32> {loom.sharding = #loom.sharding<@m, [{"dp
                      %y: tensor<3xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}]>}) attributes {loom.spmd} {
   return
 }
+
+// -----
+
+// Fusion groups hold element-wise ops over the group's iteration space.
+func.func @fused_reduction(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = loom.fused(%x : tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    // expected-error @+1 {{'loom.softmax' op cannot be part of a fusion group: only element-wise ops and scalar constants can}}
+    %1 = loom.softmax %a dim = 1 : tensor<4x8xf32>
+    loom.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fused_shape(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = loom.fused(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+    // expected-error @+1 {{'loom.exp' op result shape 'tensor<8xf32>' differs from the fusion group's iteration space 'tensor<4x8xf32>'}}
+    %1 = loom.exp %c : tensor<8xf32>
+    %2 = loom.add %a, %1 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    loom.yield %2 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fused_arguments(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'loom.fused' op body argument 0 has type 'tensor<4x8xbf16>', expected the input's type 'tensor<4x8xf32>'}}
+  %0 = loom.fused(%x : tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xbf16>):
+    %1 = loom.cast %a : tensor<4x8xbf16> -> tensor<4x8xf32>
+    loom.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @fused_yield(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'loom.fused' op body must yield one value of the result type 'tensor<4x8xf32>'}}
+  %0 = loom.fused(%x : tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    loom.yield %a, %a : tensor<4x8xf32>, tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// The memory plan's attributes.
+// expected-error @+1 {{'loom.arena_bytes' is a non-negative integer on a function}}
+func.func @arena(%x: tensor<4xf32>) attributes {loom.arena_bytes = -4 : i64} {
+  return
+}
+
+// -----
+
+func.func @offsets(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'loom.offsets' must list one arena offset per result (1)}}
+  %0 = loom.relu %x {loom.offsets = array<i64: 0, 64>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'loom.offset' must be a non-negative arena offset}}
+func.func @offset(%x: tensor<4xf32> {loom.offset = -2 : i64}) {
+  return
+}

@@ -1,0 +1,55 @@
+// RUN: loom-opt %s --split-input-file --loom-fuse-elementwise | FileCheck %s
+
+// A chain of element-wise ops with one use each becomes one group; the scalar
+// constant is copied in; the reduction stays outside and starts a new group
+// for its consumers; a value used twice (%2) ends a group and is its result.
+// CHECK-LABEL: func.func @chain
+// CHECK:       %[[G0:.*]] = loom.fused(%arg0, %arg1 : tensor<4x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16> {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: tensor<4x8xbf16>, %[[B:.*]]: tensor<8xbf16>):
+// CHECK-NEXT:    %[[A:.*]] = loom.add %[[X]], %[[B]]
+// CHECK-NEXT:    %[[C:.*]] = loom.constant dense<2.000000e+00> : tensor<bf16>
+// CHECK-NEXT:    %[[M:.*]] = loom.mul %[[A]], %[[C]]
+// CHECK-NEXT:    %[[G:.*]] = loom.gelu %[[M]] approximate tanh
+// CHECK-NEXT:    loom.yield %[[G]]
+// CHECK:       %[[S:.*]] = loom.sum %[[G0]] dims = [1] keepdim
+// CHECK:       %[[G1:.*]] = loom.fused(%[[G0]], %[[S]] : tensor<4x8xbf16>, tensor<4x1xbf16>) -> tensor<4x8xbf16> {
+// CHECK:         loom.sub
+// CHECK-NEXT:    loom.exp
+// CHECK-NEXT:    loom.yield
+// CHECK-NOT:   loom.constant
+// CHECK:       return %[[G1]], %[[G0]]
+func.func @chain(%x: tensor<4x8xbf16>, %b: tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+  %c = loom.constant dense<2.0> : tensor<bf16>
+  %0 = loom.add %x, %b : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
+  %1 = loom.mul %0, %c : tensor<4x8xbf16>, tensor<bf16> -> tensor<4x8xbf16>
+  %2 = loom.gelu %1 approximate tanh : tensor<4x8xbf16>
+  %3 = loom.sum %2 dims = [1] keepdim : tensor<4x8xbf16> -> tensor<4x1xbf16>
+  %4 = loom.sub %2, %3 : tensor<4x8xbf16>, tensor<4x1xbf16> -> tensor<4x8xbf16>
+  %5 = loom.exp %4 : tensor<4x8xbf16>
+  return %5, %2 : tensor<4x8xbf16>, tensor<4x8xbf16>
+}
+
+// -----
+
+// Producers of another shape (a broadcast operand computed separately) are
+// not pulled in: a group has one iteration space. A lone element-wise op is
+// no group. Ops inside a repeat body are grouped there.
+// CHECK-LABEL: func.func @shapes
+// CHECK:       %[[N:.*]] = loom.neg %arg1 : tensor<8xf32>
+// CHECK-NOT:   loom.fused
+// CHECK:       loom.add %arg0, %[[N]]
+// CHECK:       loom.repeat 2
+// CHECK:         loom.fused
+// CHECK:           loom.relu
+// CHECK-NEXT:      loom.sqrt
+func.func @shapes(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %n = loom.neg %b : tensor<8xf32>
+  %0 = loom.add %x, %n : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %1 = loom.repeat 2 carried(%0 : tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%h: tensor<4x8xf32>):
+    %2 = loom.relu %h : tensor<4x8xf32>
+    %3 = loom.sqrt %2 : tensor<4x8xf32>
+    loom.yield %3 : tensor<4x8xf32>
+  }
+  return %1 : tensor<4x8xf32>
+}

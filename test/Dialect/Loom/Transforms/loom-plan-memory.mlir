@@ -1,0 +1,48 @@
+// RUN: loom-opt %s --split-input-file --loom-plan-memory | FileCheck %s
+
+// Arguments live throughout; a value's bytes are reused once its last user
+// is done, never while an op reads it; offsets are 64-byte aligned.
+// CHECK-LABEL: func.func @reuse
+// CHECK-SAME:  loom.offset = 0 : i64
+// CHECK-SAME:  loom.offset = 64 : i64
+// CHECK-SAME:  loom.arena_bytes = 256 : i64
+// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 128>}
+// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 192>}
+// CHECK:       loom.sum {{.*}} {loom.offsets = array<i64: 128>}
+// CHECK:       loom.exp {{.*}} {loom.offsets = array<i64: 192>}
+func.func @reuse(%x: tensor<4x4xf32> {loom.input = "x"}, %b: tensor<4xf32> {loom.input = "b"}) -> tensor<4xf32> attributes {loom.model} {
+  %0 = loom.relu %x : tensor<4x4xf32>
+  %1 = loom.add %0, %b : tensor<4x4xf32>, tensor<4xf32> -> tensor<4x4xf32>
+  %2 = loom.sum %1 dims = [1] : tensor<4x4xf32> -> tensor<4xf32>
+  %3 = loom.exp %2 : tensor<4xf32>
+  return %3 : tensor<4xf32>
+}
+
+// -----
+
+// In a repeat: the carried value has one buffer for all iterations, and the
+// initial value and stacked operand live until the loop ends; body values
+// are reused across iterations; reshapes and slices are views (-1).
+// CHECK-LABEL: func.func @loop
+// CHECK-SAME:  loom.offset = 0 : i64
+// CHECK-SAME:  loom.offset = 256 : i64
+// CHECK-SAME:  loom.arena_bytes = 4352 : i64
+// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 3328>}
+// CHECK:       loom.repeat 3 {{.*}} attributes {loom.offsets = array<i64: 3584>}
+// CHECK:         loom.matmul {{.*}} {loom.offsets = array<i64: 3840>}
+// CHECK:         loom.tanh {{.*}} {loom.offsets = array<i64: 4096>}
+// CHECK:         loom.reshape {{.*}} {loom.offsets = array<i64: -1>}
+// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 3328>}
+func.func @loop(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<3x16x16xf32> {loom.param = "w", loom.init = #loom.init<zeros>}) -> tensor<4x16xf32> attributes {loom.model} {
+  %0 = loom.relu %x : tensor<4x16xf32>
+  %1 = loom.repeat 3 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<3x16x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>, %wi: tensor<16x16xf32>):
+    %2 = loom.matmul %h, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %3 = loom.tanh %2 : tensor<4x16xf32>
+    %4 = loom.reshape %3 : tensor<4x16xf32> -> tensor<64xf32>
+    %5 = loom.reshape %4 : tensor<64xf32> -> tensor<4x16xf32>
+    loom.yield %5 : tensor<4x16xf32>
+  }
+  %6 = loom.add %1, %x : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %6 : tensor<4x16xf32>
+}

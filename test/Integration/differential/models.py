@@ -1,0 +1,750 @@
+"""Small Loom models for the differential tests (run.py).
+
+Every model is a hand-written template that is rendered once per mesh: the
+same global program, with the sharding annotations that the mesh can carry.
+run.py compiles each rendering with --dtype=f32 for its N-rank mesh and for
+the all-ones mesh, runs both with one seed, and checks every output tensor of
+the N-rank run against the 1-rank run, and the 1-rank run against the
+reference interpreter (loomc --interpret).
+
+What the models cover, together:
+
+- every built-in op: + - * / with NumPy broadcasting and weak numbers; @
+  (plain, batched, batch broadcast, integer); einsum (two operands, a
+  one-operand reduction, a letter in all three places, a diagonal, a pure
+  permutation); relu, gelu (exact and tanh), silu, tanh, sigmoid, exp, log,
+  sqrt, rsqrt, neg and unary minus (log/sqrt/rsqrt on positive values);
+  softmax over every dimension, split or not; layernorm and rmsnorm over one
+  and two trailing dimensions, split or not; sum, mean and max over all,
+  one or several dimensions, with and without keepdim, and dim = [];
+  reshape (splitting and merging split dimensions), transpose (default and
+  perm), concat and split along split and unsplit dimensions, slice, cast
+  (f32 <-> bf16, float <-> int, i32 <-> i64); embedding with the vocabulary
+  split over tp and not, i32 and i64 ids, ids out of range; attention causal
+  and not, with heads, batch, queries or keys split; cross_entropy with the
+  vocabulary split and not, tokens split over dp;
+- shardings: batch (dp), tensor (tp), 2-D (dp and tp), both axes on one
+  dimension in both orders (B:(dp, tp) against B:(tp, dp)), open dimensions
+  and priorities in block signatures, shard() mid-program (sequence
+  parallelism: [B:dp, S:tp, D] and back), conflicting annotations that force
+  reshards, row-parallel products and reductions over split dimensions whose
+  partial sums flow through linear and non-linear ops;
+- parameters with every initialiser (normal, uniform, zeros, ones; f32, bf16
+  and i32), stacked parameters of nested and multi-value repeats, integer
+  inputs, several and scalar outputs.
+
+Template syntax: `mesh m = [%MESH%]` becomes the mesh, and an annotation
+`<axes>` after a dimension becomes `:axes` restricted to the axes the mesh
+has (`B<dp,tp>` is `B:(dp, tp)` on a 2-D mesh, `B:dp` on [dp: 2] and `B` on
+[tp: 2]); `<_>` is `:_`, `<tp?>` an open dimension, `<dp p1>` a priority.
+Dimensions split over dp are multiples of 8 and those split over tp
+multiples of 4, so every rendering divides on every mesh of MESHES and
+LONG_MESHES.
+
+`python models.py --out DIR [--long]` writes every rendering to DIR.
+"""
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+# (tag, ((axis, size), ...))
+MESHES = [
+    ("dp2", (("dp", 2),)),
+    ("tp2", (("tp", 2),)),
+    ("tp4", (("tp", 4),)),
+    ("dp2tp2", (("dp", 2), ("tp", 2))),
+]
+LONG_MESHES = [
+    ("dp2tp4", (("dp", 2), ("tp", 4))),
+    ("dp8", (("dp", 8),)),
+]
+
+
+@dataclass
+class Model:
+    name: str
+    template: str
+    # Axes the model needs all of (e.g. both dp and tp); meshes without them
+    # are skipped.
+    needs: tuple = ()
+    # Failing for a known compiler/runtime bug: kept out of the default list
+    # (run.py --all runs it).
+    known_bug: str = ""
+
+    def meshes(self, long=False):
+        if "%MESH%" not in self.template:
+            return [("nomesh", ())]
+        ms = MESHES + (LONG_MESHES if long else [])
+        return [(t, m) for t, m in ms if all(a in dict(m) for a in self.needs)]
+
+
+_ANN = re.compile(r"<([^<>]*)>")
+
+
+def render(template, mesh):
+    """The template with the mesh `mesh` (((axis, size), ...)) substituted."""
+    names = {a for a, _ in mesh}
+
+    def sub(match):
+        words = match.group(1).split()
+        if words == ["_"]:
+            return ":_"
+        spec, rest = words[0], words[1:]
+        opened = spec.endswith("?")
+        axes = [a for a in spec.rstrip("?").split(",") if a in names]
+        if not axes:
+            return ""
+        text = axes[0] if len(axes) == 1 else "(" + ", ".join(axes) + ")"
+        return ":" + text + ("?" if opened else "") + "".join(" " + w for w in rest)
+
+    mesh_text = ", ".join(f"{a}: {n}" for a, n in mesh)
+    return _ANN.sub(sub, template.replace("%MESH%", mesh_text))
+
+
+MODELS = []
+
+
+def model(name, needs=(), known_bug=""):
+    def add(template):
+        MODELS.append(Model(name, template, tuple(needs), known_bug))
+    return add
+
+
+# --- element-wise arithmetic and functions --------------------------------
+
+model("elementwise-broadcast")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+// + - * / with NumPy broadcasting and weak numbers
+model EwBroadcast(x: f32[B<dp>, S, D<tp>], y: f32[S, 1], z: f32[B<dp>, 1, D<tp>],
+                  w: f32[D<tp>]) -> (a: f32[B<dp>, S, D<tp>], b: f32[B<dp>, S, D], c: f32[S, D<tp>]) {
+  a = x + w * 2 - y / (z * z + 1)
+  b = (x - z) * y + 0.5
+  c = w + y - 1
+  return a, b / (w * w + 1), 2 - c / 4
+}
+""")
+
+model("activations")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+model Activations(x: f32[B<dp>, D<tp>]) -> (a: f32[B<dp>, D<tp>], b: f32[B<dp>, D<tp>], c: f32[B, D]) {
+  a = relu(x) + gelu(x) + gelu(x, approximate = "tanh") + silu(x) + tanh(x)
+  p = x * x + 1
+  b = sigmoid(x) * exp(x) - log(p) + sqrt(p) * rsqrt(exp(x)) + neg(x)
+  c = -a * b + gelu(x, approximate = "none")
+  return a, b, c
+}
+""")
+
+# --- contractions ---------------------------------------------------------
+
+model("matmul-batch")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8, H = 4, E = 4
+// batched @ with equal batches, batch broadcast [B, 1, S, D] @ [H, D, E],
+// and a one-row slice of a split weight broadcast over the batch
+model MatmulBatch(x: f32[B<dp>, S, D], k: f32[B<dp>, D, S], w: f32[H<tp>, D, E],
+                  v: f32[B<dp>, 1, S, D]) -> (a: f32[B<dp>, S, S], b: f32[B<dp>, H<tp>, S, E], c: f32[B, S, E]) {
+  a = x @ k
+  b = v @ w
+  c = x @ slice(w, 0, 1, 2)
+  return a, b, c
+}
+""")
+
+model("mlp-column-row")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16
+// Megatron MLP twice: column- then row-parallel, bias after the partial sum
+block MLP(x: f32[B<dp>, D]) -> f32[B<dp>, D] {
+  param w1: f32[D, F<tp>] = normal(0.3)
+  param b1: f32[F<tp>] = normal(0.1)
+  param w2: f32[F<tp>, D] = normal(0.3)
+  param b2: f32[D] = uniform(-0.5, 0.5)
+  h = gelu(x @ w1 + b1)
+  return h @ w2 + b2
+}
+model MlpColumnRow(x: f32[B<dp>, D], y: f32[B<dp>, D]) -> (out: f32[B<dp>, D], loss: f32) {
+  out = MLP(x) as mlp
+  out = MLP(out) as mlp2
+  err = out - y
+  return out, mean(err * err)
+}
+""")
+
+model("einsum")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8, H = 4, E = 2
+model Einsum(x: f32[B<dp>, S, D], wq: f32[D, H<tp>, E], wo: f32[H<tp>, E, D], y: f32[D, D<tp>])
+    -> (q: f32[B<dp>, H<tp>, S, E], o: f32[B<dp>, S, D], r: f32[B<dp>, D], g: f32[B<dp>, S, S],
+        d: f32[D], t: f32[D, B, S], u: f32[B<dp>, S, D<tp>]) {
+  q = einsum("bsd,dhe->bhse", x, wq)
+  o = einsum("bhse,hed->bsd", q, wo)     // contracts split h and e: partial over tp
+  r = einsum("bsd->bd", x)               // one-operand reduction
+  g = einsum("bsd,btd->bst", x, o)       // b in all three places
+  d = einsum("ii->i", y)                 // diagonal of a split matrix
+  t = einsum("bsd->dbs", o)              // permutation only
+  u = einsum("bsk,kd->bsd", x, y)
+  return q, o, r, g, d, t, u
+}
+""")
+
+model("einsum-reduce-split")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, F = 16, D = 4
+// one-operand reductions over a split dimension give partial values that
+// then meet linear and non-linear ops
+model EinsumReduceSplit(x: f32[B<dp>, S, F<tp>], y: f32[B<dp>, S]) -> (a: f32[B<dp>, S], b: f32[B<dp>, S], c: f32[B<dp>], d: f32[B<dp>, F<tp>]) {
+  p = einsum("bsf->bs", x)
+  a = p * 3 - y
+  b = softmax(p)
+  c = einsum("bsf->b", x * x)
+  d = einsum("bsf,bs->bf", x, y)
+  return a, b, c, d
+}
+""")
+
+# --- normalisations and reductions ----------------------------------------
+
+model("softmax-dims")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+model SoftmaxDims(x: f32[B<dp>, S, D<tp>], t: f32[D<tp>, B<dp>])
+    -> (a: f32[B<dp>, S, D<tp>], b: f32[B<dp>, S, D<tp>], c: f32[B<dp>, S, D<tp>], d: f32[B<dp>, S, D], e: f32[D<tp>, B<dp>]) {
+  return softmax(x), softmax(x, dim = 0), softmax(x, dim = 1), softmax(x * 3, dim = -3), softmax(t, dim = 0)
+}
+""")
+
+model("norms")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+// layernorm and rmsnorm over one (split) and two trailing dimensions
+model Norms(x: f32[B<dp>, S, D<tp>]) -> (a: f32[B<dp>, S, D<tp>], b: f32[B<dp>, S, D], c: f32[B<dp>, S, D<tp>]) {
+  param g: f32[D<tp>] = normal(1.0, 0.2)
+  param bb: f32[D<tp>] = normal(0.1)
+  param g2: f32[S, D] = uniform(0.5, 1.5)
+  param b2: f32[S, D] = zeros
+  a = layernorm(x, g, bb)
+  b = layernorm(x * 2 + 1, g2, b2, eps = 1e-3)
+  c = rmsnorm(x, g) + rmsnorm(x, g2, eps = 1e-4)
+  return a, b, c
+}
+""")
+
+model("reductions")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+model Reductions(x: f32[B<dp>, S, D<tp>])
+    -> (s0: f32, s1: f32[B<dp>, S], s2: f32[S], s3: f32[B<dp>, S, D<tp>], m1: f32[B<dp>, 1, D<tp>],
+        m2: f32[S], m3: f32, x1: f32[B<dp>, S, 1], x2: f32[D], x3: f32, x4: f32[1, 1, D<tp>]) {
+  return sum(x), sum(x, dim = -1), sum(x, dim = [0, 2]), sum(x, dim = []),
+         mean(x, dim = 1, keepdim = true), mean(x, [2, 0]), mean(x),
+         max(x, dim = 2, keepdim = true), max(x, dim = [0, 1]), max(x), max(x, dim = [1, 0], keepdim = true)
+}
+""")
+
+# --- data movement --------------------------------------------------------
+
+model("reshape-heads")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 16, H = 4, E = 4
+// split a tp-split dimension into heads and back; merge a dp-split
+// dimension with its neighbour; split it so that the pieces do not align
+model ReshapeHeads(x: f32[B<dp>, S, D<tp>])
+    -> (a: f32[B<dp>, H<tp>, S, E], b: f32[B<dp>, S, D<tp>], c: f32[32, D], d: f32[B<dp>, S, 2, 8]) {
+  h = reshape(x, [B, S, H, E])
+  a = transpose(h, [0, 2, 1, 3])
+  b = reshape(transpose(a * 2, [0, 2, 1, 3]), [B, S, D])
+  c = reshape(x, [B * S, D])
+  d = reshape(x + 1, [B, S, 2, 8])
+  return a, b, c, d
+}
+""")
+
+model("reshape-merge-batch")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, D = 8, F = 16
+// [B, S] merged into tokens for the products, then split back
+model ReshapeMerge(x: f32[B<dp>, S<tp>, D]) -> (y: f32[B<dp>, S, D], t: f32[64, D]) {
+  param w1: f32[D, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D] = normal(0.3)
+  t = reshape(x, [B * S, D])
+  h = relu(t @ w1) @ w2
+  return reshape(h, [B, S, D]) + x, t * 2
+}
+""")
+
+model("transpose")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+model Transpose(x: f32[B<dp>, S, D<tp>])
+    -> (a: f32[B<dp>, D<tp>, S], b: f32[D<tp>, B<dp>, S], c: f32[S, D, B], d: f32[B, S, D<tp>]) {
+  y = transpose(x, perm = [2, 0, 1])
+  return transpose(x), y, transpose(x, [1, 2, 0]), transpose(y, [1, 2, 0]) * 2
+}
+""")
+
+model("concat-split")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8, D2 = 16, B2 = 16, S3 = 12
+// concat along the split and unsplit dimensions; uneven split pieces
+model ConcatSplit(x: f32[B<dp>, S, D<tp>], y: f32[B<dp>, S, D<tp>])
+    -> (c0: f32[B<dp>, S, D2<tp>], c1: f32[B2<dp>, S, D<tp>], c2: f32[B<dp>, S3, D<tp>],
+        p: f32[B<dp>, S, 3], q: f32[B<dp>, S, 5], r: f32[B<dp>, 1, D], s: f32[B<dp>, 3, D<tp>], u: f32[B<dp>, S, 4]) {
+  c0 = concat([x, y], dim = -1)
+  c1 = concat([x, y * 2])
+  c2 = concat([x, y, x], dim = 1)
+  p, q = split(x, [3, 5], dim = 2)
+  r, s = split(y + 1, [1, 3], dim = 1)
+  a, b = split(c0, [4, 12], dim = 2)
+  return c0, c1, c2, p, q, r, s, a * 2
+}
+""")
+
+model("slice")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+model Slice(x: f32[B<dp>, S, D<tp>])
+    -> (a: f32[B<dp>, S, 3], b: f32[4, S, D<tp>], c: f32[B<dp>, 2, D<tp>], d: f32[B<dp>, S, 4<tp>], e: f32[B<dp>, S, 4]) {
+  return slice(x, 2, 1, 4), slice(x, 0, 2, 6), slice(x, dim = 1, start = 1, end = 3),
+         slice(x, 2, 4, 8), slice(slice(x, 2, 1, 7), 2, 1, 5)
+}
+""")
+
+model("casts")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+// f32 <-> bf16, float -> int (x * 4 is exact, so truncation is too),
+// int -> float, i32 <-> i64
+model Casts(x: f32[B<dp>, D<tp>], i: i32[B<dp>, D<tp>])
+    -> (a: f32[B<dp>, D<tp>], b: i32[B<dp>, D<tp>], c: i64[B<dp>, D], d: f32[B, D<tp>], e: bf16[B<dp>, D<tp>], f: i32[B, D]) {
+  h = cast(x, bf16)
+  a = cast(h, f32) + x
+  b = cast(x * 4, i32) + i
+  c = cast(b, i64) * 3
+  d = cast(i, f32) / 2 + cast(c, f32)
+  return a, b, c, d, h, cast(c - 7, i32)
+}
+""")
+
+model("integers")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+// integer + - * / neg sum max and @ (the product over a split dimension is
+// an integer partial sum)
+model Integers(i: i32[B<dp>, D<tp>], j: i32[B<dp>, D], k: i32[D<tp>, D])
+    -> (a: i32[B<dp>, D<tp>], b: i32[B<dp>, D<tp>], s: i32[B<dp>], m: i32[D<tp>], t: i32[B<dp>, D], u: i32, n: i64[B, D]) {
+  a = i * j - neg(i) + 3
+  b = (a * 7 - 50) / (j + 1)
+  s = sum(a, dim = 1)
+  m = max(b - 100, dim = 0)
+  t = i @ k
+  n = cast(i, i64) * cast(j, i64) - 5
+  return a, b, s, m, t, sum(t), n
+}
+""")
+
+# --- known compiler bugs (run.py --all runs them) -------------------------
+
+model("bug-slice-from-start", known_bug="loom-partition gives a slice that starts at 0 "
+      "the input's whole extent (compares the limit with the result's size)")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+model SliceFromStart(x: f32[B<dp>, D<tp>], y: f32[B<dp>, D]) -> (a: f32[B<dp>, 4], b: f32[4, D<tp>]) {
+  return slice(y, 1, 0, 4), slice(x, 0, 0, 4)
+}
+""")
+
+model("bug-contraction-and-result-split", known_bug="sharding propagation does not "
+      "converge when one axis splits a product's contraction and its columns")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+model ContractionAndResult(i: i32[B<dp>, D<tp>], k: i32[D, D<tp>], x: f32[B<dp>, D<tp>], w: f32[D, D<tp>])
+    -> (t: i32[B<dp>, D<tp>], y: f32[B<dp>, D<tp>]) {
+  return i @ k, x @ w
+}
+""")
+
+model("bug-no-mesh", known_bug="a program without a mesh does not compile to an "
+      "executable: sharding propagation needs exactly one loom.mesh")("""
+const B = 4, D = 8
+model NoMesh(x: f32[B, D]) -> (y: f32[B, D]) {
+  param w: f32[D, D] = normal(0.5)
+  return relu(x @ w)
+}
+""")
+
+
+# --- embedding, attention, cross-entropy ----------------------------------
+
+model("embedding-vocab-split")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, V = 16, D = 8
+// vocabulary split over tp (ids are in [0, V)); ids + 4 reaches past V and
+// gives rows of zeros
+model EmbedVocab(ids: i32[B<dp>, S]) -> (e: f32[B<dp>, S, D], f: f32[B<dp>, S, D<tp>], g: f32[B<dp>, S, D]) {
+  param wte: f32[V<tp>, D] = normal(1.0)
+  e = embedding(ids, wte)
+  return e, relu(e) * 2, embedding(ids + 4, wte)
+}
+""")
+
+model("embedding-dim-split")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, V = 16, V2 = 32, D = 8
+// i64 ids; one table split along D, one replicated with a larger vocabulary
+model EmbedDim(ids: i64[B<dp>, S]) -> (e: f32[B<dp>, S, D<tp>], f: f32[B, S, D]) {
+  param t1: f32[V, D<tp>] = normal(0.5)
+  param t2: f32[V2, D] = uniform(-1, 1)
+  e = embedding(ids, t1) + embedding(ids, t2)
+  return e, embedding(ids * 2, t2)
+}
+""")
+
+model("attention-heads")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, D = 16, H = 4, E = 4
+// causal self-attention, heads split over tp, row-parallel output projection
+model AttentionHeads(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D], o: f32[B<dp>, H<tp>, S, E]) {
+  param w_q: f32[D, H<tp>, E] = normal(0.3)
+  param w_k: f32[D, H<tp>, E] = normal(0.3)
+  param w_v: f32[D, H<tp>, E] = normal(0.3)
+  param w_o: f32[H<tp>, E, D] = normal(0.3)
+  q = einsum("bsd,dhe->bhse", x, w_q)
+  k = einsum("bsd,dhe->bhse", x, w_k)
+  v = einsum("bsd,dhe->bhse", x, w_v)
+  o = attention(q, k, v, causal = true)
+  return x + einsum("bhse,hed->bsd", o, w_o), o
+}
+""")
+
+model("attention-inputs")("""
+mesh m = [%MESH%]
+const B = 8, H = 4, S = 4, T = 8, E = 4, F = 8
+// attention on inputs: S != T, E != F, explicit scale, causal and not
+model AttentionInputs(q: f32[B<dp>, H<tp>, S, E], k: f32[B<dp>, H<tp>, T, E], v: f32[B<dp>, H<tp>, T, F])
+    -> (a: f32[B<dp>, H<tp>, S, F], b: f32[B<dp>, H, S, F]) {
+  return attention(q, k, v), attention(q, k, v, causal = true, scale = 0.5)
+}
+""")
+
+model("attention-sequence-split")("""
+mesh m = [%MESH%]
+const B = 8, H = 2, S = 8, E = 4
+// queries split along the sequence (causal masks use global positions),
+// keys and values split along theirs
+model AttentionSeq(q: f32[B<dp>, H, S, E], k: f32[B<dp>, H, S, E], v: f32[B<dp>, H, S, E])
+    -> (a: f32[B<dp>, H, S<tp>, E], b: f32[B<dp>, H, S, E]) {
+  qs = shard(q, [B<dp>, H, S<tp>, E])
+  a = attention(qs, k, v, causal = true)
+  ks = shard(k, [B<dp>, H, S<tp>, E])
+  vs = shard(v, [B<dp>, H, S<tp>, E])
+  b = attention(q, ks, vs, causal = true) + attention(q, ks, vs)
+  return a, b
+}
+""")
+
+model("cross-entropy-vocab-split")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8, V = 16
+// vocabulary-parallel logits and loss, tokens split over dp
+model XentVocab(x: f32[B<dp>, S, D], targets: i32[B<dp>, S]) -> (loss: f32, logits: f32[B<dp>, S, V<tp>]) {
+  param w: f32[D, V<tp>] = normal(0.5)
+  logits = x @ w
+  return cross_entropy(logits, targets), logits
+}
+""")
+
+model("cross-entropy-replicated")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, V = 16
+// vocabulary not split; rank-2 and rank-3 logits; i64 targets; targets
+// split differently from their logits
+model XentRep(l2: f32[B<dp>, V], t2: i64[B<dp>], l3: f32[B<dp>, S, V], t3: i32[B, S<tp>])
+    -> (a: f32, b: f32, c: f32) {
+  return cross_entropy(l2, t2), cross_entropy(l3, t3), cross_entropy(l3 * 2, t3) + cross_entropy(l2, t2)
+}
+""")
+
+# --- shardings ------------------------------------------------------------
+
+model("sequence-parallel")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, D = 8, F = 16
+// Megatron-SP: norms on [B:dp, S:tp, D], the MLP on [B:dp, S, D:_] with
+// F split, the row-parallel partial sum scattered back along S
+block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
+  param g: f32[D] = normal(1.0, 0.1)
+  param b: f32[D] = zeros
+  param w1: f32[D, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D] = normal(0.3)
+  h = shard(x, [B<dp>, S<tp>, D])
+  h = layernorm(h, g, b)
+  h = shard(h, [B<dp>, S, D<_>])
+  a = gelu(h @ w1) @ w2
+  a = shard(a, [B<dp>, S<tp>, D])
+  return x + a
+}
+model SeqParallel(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D], z: f32[B<dp>, S<tp>, D]) {
+  y = Layer(x) as l1
+  y = Layer(y) as l2
+  return shard(y, [B<dp>, S, D<_>]), rmsnorm(shard(y, [B<dp>, S<tp>, D]), reshape(slice(y, 0, 1, 2), [S, D]))
+}
+""")
+
+model("reshard-conflicts")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 8
+// annotations that disagree: the same axis on a product's batch and
+// contraction, batch splits over different axes, an axis moving from rows
+// to columns, a block argument constraint against its caller's layout
+block ByRows(x: f32[B<tp>, D]) -> f32[B<tp>, D] { return x * 2 }
+model Conflicts(x: f32[B<dp>, D], w: f32[D<dp>, F], z: f32[B<tp>, D])
+    -> (a: f32[B<dp>, F], b: f32[B<dp>, D], c: f32[B, D<tp>], d: f32[B<dp>, D<tp>]) {
+  a = x @ w
+  b = z + x
+  c = z * 3
+  d = ByRows(x) + 1
+  return a, b, c, d
+}
+""")
+
+model("axis-order", needs=("dp", "tp"))("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+// B:(dp, tp) and B:(tp, dp) are two layouts of one tensor
+model AxisOrder(x: f32[B<dp,tp>, D], y: f32[B<tp,dp>, D])
+    -> (a: f32[B<tp,dp>, D], b: f32[B<dp,tp>, D], c: f32[B<dp,tp>, D], d: f32[B<tp,dp>], e: f32) {
+  a = x * 2
+  b = y + 1
+  c = x + y
+  return a, b, c, sum(x * y, dim = 1), sum(c)
+}
+""")
+
+model("axis-order-shard", needs=("dp", "tp"))("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 8
+// shard() between the two orders mid-program, products over both
+model AxisOrderShard(x: f32[B<dp,tp>, D]) -> (a: f32[B<dp,tp>, F], b: f32[B<tp,dp>, F], c: f32[D, F]) {
+  param w: f32[D, F] = normal(0.5)
+  s = shard(x, [B<tp,dp>, D])
+  a = relu(s @ w)
+  b = shard(a * 2, [B<tp,dp>, F])
+  t = shard(b, [B<dp,tp>, F])
+  return a + t, b, transpose(x) @ t
+}
+""")
+
+model("block-constraints")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+// block signatures: replicated (_), open (?) and prioritised dimensions
+block Blk(x: f32[B<dp>, S, D<_>]) -> f32[B<dp p1>, S<tp?>, D] {
+  return x * 2
+}
+block Free(x: f32[B, S, D]) -> f32[B, S, D] { return tanh(x) }
+model BlockConstraints(x: f32[B<dp p0>, S<tp?>, D], y: f32[B<dp>, S, D<tp>]) -> (a: f32[B<dp>, S, D], b: f32[B<dp>, S<tp>, D]) {
+  a = Blk(y) + Free(x)
+  return a, Blk(a) - Free(y)
+}
+""")
+
+model("open-outputs")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, D = 8
+// open dimensions on inputs and outputs; a model without other annotations
+model OpenOutputs(x: f32[B<dp?>, S<tp?>, D], y: f32[B, S, D]) -> (a: f32[B<dp?>, S, D<tp?>], b: f32[B, S, D]) {
+  return x * y, softmax(y) + x
+}
+""")
+
+model("replicated")("""
+mesh m = [%MESH%]
+const B = 4, D = 8
+// a mesh but no annotation at all: every rank computes everything
+model Replicated(x: f32[B, D], i: i32[B]) -> (y: f32[B, D], s: f32, j: i32[B]) {
+  param w: f32[D, D] = normal(0.5)
+  return softmax(x @ w), mean(x), i * 2
+}
+""")
+
+# --- partial values -------------------------------------------------------
+
+model("partial-values")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16
+// a row-parallel product (partial over tp) through linear ops, which may
+// stay partial, and non-linear ones, which need the sum first
+model Partial(x: f32[B<dp>, F<tp>], y: f32[B<dp>, D])
+    -> (a: f32[B<dp>, D], b: f32[B<dp>, D], c: f32[B<dp>], d: f32, e: f32[B<dp>, D], f: f32[B<dp>, D],
+        g: f32[B<dp>, D], h: f32[D], k: f32[D, B<dp>], l: f32[B<dp>, 2, 4], n: f32[B<dp>, D]) {
+  param w: f32[F<tp>, D] = normal(0.3)
+  p = x @ w
+  a = p * 2 + p
+  b = p - y
+  c = sum(p, dim = 1)
+  d = mean(p)
+  e = relu(p)
+  f = p * p
+  g = p / (y * y + 1)
+  h = max(p, dim = 0)
+  k = transpose(p) - 1
+  l = reshape(p, [B, 2, 4])
+  n = 2 - neg(p) + exp(p * 0.1)
+  return a, b, c, d, e, f, g, h, k, l, n
+}
+""")
+
+model("partial-movement")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16, D2 = 16
+// partial values through concat, split, slice, softmax, layernorm and cast
+model PartialMove(x: f32[B<dp>, F<tp>], y: f32[B<dp>, D])
+    -> (a: f32[B<dp>, D2], b: f32[B<dp>, 3], c: f32[B<dp>, 5], d: f32[B<dp>, D], e: f32[B<dp>, D], f: f32[B<dp>, 4], g: i32[B<dp>, D]) {
+  param w: f32[F<tp>, D] = normal(0.3)
+  param s: f32[D] = ones
+  param z: f32[D] = zeros
+  p = x @ w
+  a = concat([p, y], dim = 1)
+  b, c = split(p, [3, 5], dim = 1)
+  d = softmax(p)
+  e = layernorm(p, s, z)
+  f = slice(p, 1, 2, 6) + slice(y, 1, 1, 5)
+  g = cast(p * 0 + y * 4, i32)
+  return a, b, c, d, e, f, g
+}
+""")
+
+model("partial-2d", needs=("dp", "tp"))("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16
+// a product whose contraction is split over both axes: partial over
+// (dp, tp), reduced to different layouts
+model Partial2D(x: f32[B, F<dp,tp>], w: f32[F<dp,tp>, D], v: f32[F<tp,dp>, D])
+    -> (a: f32[B, D], b: f32[B<dp>, D<tp>], c: f32[B<tp,dp>, D], d: f32) {
+  p = x @ w
+  q = x @ v
+  return p, p + q, relu(p) - q, sum(p * q)
+}
+""")
+
+# --- parameters and repeats -----------------------------------------------
+
+model("params-init")("""
+mesh m = [%MESH%]
+const D = 8, F = 16
+// every initialiser, split and replicated, f32 bf16 and i32
+model ParamsInit(x: f32[D]) -> (a: f32[F<tp>, D], b: f32[D], c: bf16[D, F<tp>], d: f32[F, D], i: i32[D<tp>], y: f32[D]) {
+  param p1: f32[F<tp>, D] = normal(0.02)
+  param p2: f32[D] = normal(1.0, 0.5)
+  param p3: bf16[D, F<tp>] = uniform(-1 / D, 1 / D)
+  param p4: f32[F<dp>, D] = uniform(2, 3)
+  param p5: f32[D] = zeros
+  param p6: f32[D<tp>] = ones
+  param p7: i32[D<tp>] = ones
+  param p8: i32[D] = zeros
+  y = x * p2 + p5 + p6 + cast(p7 + p8, f32)
+  return p1, p2, p3, p4 * 1, p7 * 3, y
+}
+""")
+
+model("repeat-stacked")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16, L = 3
+// stacked split parameters; a repeat carrying two values; nested repeats
+block Layer(x: f32[B<dp>, D]) -> f32[B<dp>, D] {
+  param w1: f32[D, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D] = normal(0.3)
+  param g: f32[D] = normal(1.0, 0.1)
+  return x + rmsnorm(relu(x @ w1) @ w2, g)
+}
+block Step(x: f32[B<dp>, D], acc: f32[B<dp>, D]) -> (f32[B<dp>, D], f32[B<dp>, D]) {
+  param w: f32[D, D<tp>] = normal(0.3)
+  y = tanh(x @ w)
+  return y, acc + y
+}
+block Group(x: f32[B<dp>, D]) -> f32[B<dp>, D] {
+  x = repeat 2 as inner { Layer(x) }
+  return x
+}
+model RepeatStacked(x: f32[B<dp>, D]) -> (y: f32[B<dp>, D], total: f32[B<dp>, D]) {
+  x = repeat L as layers { Layer(x) }
+  acc = x * 0
+  x, acc = repeat 2 as steps {
+    y, s = Step(x, acc)
+    y, s * 0.5
+  }
+  x = repeat 2 as outer { Group(x) }
+  return x, acc
+}
+""")
+
+model("mixed-precision")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+// bf16 inputs and parameters with f32 scales and promotion (all f32 under
+// --dtype=f32); bf16 outputs
+model Mixed(x: bf16[B<dp>, S, D<tp>], y: f32[B<dp>, S, D]) -> (a: bf16[B<dp>, S, D<tp>], b: f32[B<dp>, S, D], c: bf16[B<dp>, S, D]) {
+  param g: f32[D<tp>] = normal(1.0, 0.1)
+  param z: f32[D<tp>] = zeros
+  param w: bf16[D<tp>, D] = normal(0.3)
+  a = layernorm(x, g, z)
+  b = x + y
+  c = cast(x @ w, bf16)
+  return a, b, c
+}
+""")
+
+model("transformer")("""
+mesh m = [%MESH%]
+const V = 32, S = 8, D = 16, H = 4, E = 4, F = 32, L = 2, B = 8
+// a tiny GPT in f32: vocabulary-parallel tied embedding, heads, MLP,
+// norms, a repeat and the loss; and the logits
+block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
+  param g1: f32[D] = ones
+  param b1: f32[D] = zeros
+  param w_qkv: f32[D, 3, H<tp>, E] = normal(0.2)
+  param w_o: f32[H<tp>, E, D] = normal(0.2)
+  param g2: f32[D] = ones
+  param w1: f32[D, F<tp>] = normal(0.2)
+  param w2: f32[F<tp>, D] = normal(0.2)
+  h = layernorm(x, g1, b1)
+  qkv = einsum("bsd,dthe->tbhse", h, w_qkv)
+  q, k, v = split(qkv, [1, 1, 1], dim = 0)
+  o = attention(reshape(q, [B, H, S, E]), reshape(k, [B, H, S, E]), reshape(v, [B, H, S, E]), causal = true)
+  x = x + einsum("bhse,hed->bsd", o, w_o)
+  return x + gelu(rmsnorm(x, g2) @ w1, approximate = "tanh") @ w2
+}
+model Transformer(tokens: i32[B<dp>, S], targets: i32[B<dp>, S]) -> (loss: f32, logits: f32[B<dp>, S, V<tp>]) {
+  param wte: f32[V<tp>, D] = normal(0.5)
+  param wpe: f32[S, D] = normal(0.1)
+  x = embedding(tokens, wte) + wpe
+  x = repeat L as layers { Layer(x) }
+  logits = x @ transpose(wte)
+  return cross_entropy(logits, targets), logits
+}
+""")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="directory for the .loom files")
+    parser.add_argument("--long", action="store_true", help="also the 8-rank meshes")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for m in MODELS:
+        for tag, mesh in m.meshes(args.long):
+            path = os.path.join(args.out, f"{m.name}.{tag}.loom")
+            with open(path, "w") as f:
+                f.write(render(m.template, mesh))
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

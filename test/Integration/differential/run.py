@@ -1,0 +1,285 @@
+"""Differential tests: N-rank runs against 1-rank runs against the interpreter.
+
+For every model of models.py and every mesh (1-D and 2-D meshes up to 4
+ranks; with --long or LOOM_LONG=1 also 8 ranks), and for both examples:
+
+  1. compile with --dtype=f32 for the N-rank mesh and for the all-ones mesh
+     (--mesh AXIS=1,...), run both with one --seed and --out;
+  2. run the reference interpreter (loomc --interpret --dtype=f32);
+  3. per output tensor, the N-rank run against the 1-rank run and the
+     1-rank run against the interpreter: max|a - b| <= 1e-5 * max|b| + 1e-6
+     (b is the reference side), integers exactly.
+
+The examples are also built without --dtype (bf16) and compared the same
+way, norm-wise: ||a - b|| / ||b|| <= 2e-2.
+
+The 1-rank build and the interpreter run do not depend on the mesh sizes,
+so one of each serves every mesh with the same axes. One line per case,
+`ok   NAME MESH ...` or `FAIL NAME MESH: REASON`, then
+`differential: N cases, F failures`; the exit status is 1 on any failure.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy for safetensors)
+import numpy as np
+from safetensors.numpy import load_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models  # noqa: E402
+
+F32_RTOL, F32_ATOL = 1e-5, 1e-6
+BF16_NORM_TOL = 2e-2
+COMPILE_TIMEOUT, RUN_TIMEOUT, INTERPRET_TIMEOUT = 120, 120, 300
+# Meshes of the examples, whose own mesh is [dp: 2, tp: 2]: --mesh overrides.
+EXAMPLE_AXES = ("dp", "tp")
+
+
+class Failure(Exception):
+    pass
+
+
+def run_command(argv, timeout, cwd):
+    """Runs argv in its own process group; returns its stdout; raises
+    Failure with the command's output on a non-zero exit or a timeout."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, text=True, errors="replace")
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise Failure(f"`{' '.join(argv)}` timed out after {timeout} s; output:\n{tail(out)}")
+    if proc.returncode != 0:
+        raise Failure(f"`{' '.join(argv)}` exited with {proc.returncode}; output:\n{tail(out)}")
+    return out
+
+
+def tail(text, lines=12):
+    kept = text.strip().splitlines()[-lines:]
+    return "\n".join("    " + line for line in kept)
+
+
+def load(path):
+    try:
+        return load_file(path)
+    except Exception as error:  # a missing or malformed --out file
+        raise Failure(f"cannot read {path}: {error}")
+
+
+def compare(got, ref, norm_wise):
+    """Checks the outputs `got` against `ref`; returns (failures, worst),
+    worst being the largest error / tolerance ratio seen."""
+    problems, worst = [], 0.0
+    if sorted(got) != sorted(ref):
+        return [f"outputs {sorted(got)} vs {sorted(ref)}"], float("inf")
+    for name in sorted(ref):
+        a, b = got[name], ref[name]
+        if a.shape != b.shape or a.dtype != b.dtype:
+            problems.append(f"{name}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
+            continue
+        if np.issubdtype(b.dtype, np.integer):
+            wrong = np.count_nonzero(a != b)
+            if wrong:
+                diff = np.abs(a.astype(np.int64) - b.astype(np.int64)).max()
+                problems.append(f"{name}: {wrong} of {b.size} integers differ (max|a-b| = {diff})")
+                worst = float("inf")
+            continue
+        a, b = a.astype(np.float64), b.astype(np.float64)
+        if not (np.array_equal(np.isnan(a), np.isnan(b))
+                and np.array_equal(np.where(np.isinf(a), a, 0), np.where(np.isinf(b), b, 0))):
+            problems.append(f"{name}: NaN/inf at different places "
+                            f"({np.count_nonzero(~np.isfinite(a))} vs {np.count_nonzero(~np.isfinite(b))} non-finite)")
+            worst = float("inf")
+            continue
+        finite = np.isfinite(b)
+        a, b = a[finite], b[finite]
+        if norm_wise:
+            norm = np.linalg.norm(b)
+            err = np.linalg.norm(a - b)
+            rel = err / norm if norm > 0 else err
+            ratio = rel / BF16_NORM_TOL
+            if ratio > 1:
+                problems.append(f"{name}: ||a-b||/||b|| = {rel:.3g} > {BF16_NORM_TOL}")
+        else:
+            scale = np.abs(b).max() if b.size else 0.0
+            err = np.abs(a - b).max() if b.size else 0.0
+            tol = F32_RTOL * scale + F32_ATOL
+            ratio = err / tol
+            if ratio > 1:
+                where = np.unravel_index(np.argmax(np.abs(a - b)), got[name].shape) if got[name].ndim else ()
+                problems.append(f"{name}: max|a-b| = {err:.3g} > {tol:.3g} (max|ref| = {scale:.3g}) "
+                                f"at {list(map(int, where))}")
+        worst = max(worst, ratio)
+    return problems, worst
+
+
+class Memo:
+    """Computes each key once, whichever worker asks first; the others wait."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = {}
+
+    def get(self, key, compute):
+        with self.lock:
+            entry = self.entries.setdefault(key, {"lock": threading.Lock()})
+        with entry["lock"]:
+            if "value" not in entry:
+                try:
+                    entry["value"] = (compute(), None)
+                except Failure as failure:
+                    entry["value"] = (None, failure)
+            value, failure = entry["value"]
+        if failure:
+            raise failure
+        return value
+
+
+class Case:
+    def __init__(self, name, mesh_tag, ranks, source, n_flags, one_flags, ref_key, bf16=False):
+        self.name, self.mesh_tag, self.ranks = name, mesh_tag, ranks
+        self.source = source          # (file name, text) or a path
+        self.n_flags, self.one_flags = n_flags, one_flags
+        self.ref_key, self.bf16 = ref_key, bf16
+
+    @property
+    def label(self):
+        return f"{self.name} {self.mesh_tag}" + (" bf16" if self.bf16 else "")
+
+
+def mesh_flag(axes_sizes):
+    return ["--mesh", ",".join(f"{a}={n}" for a, n in axes_sizes)] if axes_sizes else []
+
+
+def build_cases(long, include_bugs):
+    cases = []
+    for tag, mesh in models.MESHES + (models.LONG_MESHES if long else []):
+        sizes = dict(mesh)
+        over = [(a, sizes.get(a, 1)) for a in EXAMPLE_AXES]
+        ranks = int(np.prod([n for _, n in over]))
+        for example in ("gpt", "mlp"):
+            for bf16 in (False, True):
+                cases.append(Case(f"example-{example}", tag, ranks, ("examples", f"{example}.loom"),
+                                  mesh_flag(over), mesh_flag([(a, 1) for a in EXAMPLE_AXES]),
+                                  f"example-{example}-{'bf16' if bf16 else 'f32'}", bf16))
+    for m in models.MODELS:
+        if m.known_bug and not include_bugs:
+            continue
+        for tag, mesh in m.meshes(long):
+            ranks = int(np.prod([n for _, n in mesh])) if mesh else 1
+            text = models.render(m.template, mesh)
+            axes = tuple(a for a, _ in mesh)
+            cases.append(Case(m.name, tag, ranks, (f"{m.name}.{tag}.loom", text), [],
+                              mesh_flag([(a, 1) for a in axes]), f"{m.name}-{'-'.join(axes) or 'nomesh'}"))
+    # The GPT example's interpreter runs are the longest: start them first.
+    cases.sort(key=lambda c: not c.name.startswith("example-gpt"))
+    return cases
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.refs = Memo()
+        self.src_root = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))))
+
+    def source_path(self, case, directory):
+        kind, rest = case.source
+        if kind == "examples":
+            return os.path.join(self.src_root, "examples", rest)
+        path = os.path.join(directory, kind)
+        with open(path, "w") as f:
+            f.write(rest)
+        return path
+
+    def dtype_flags(self, case):
+        return [] if case.bf16 else ["--dtype=f32"]
+
+    def execute(self, exe, ranks, out, directory):
+        argv = [exe, "--seed", str(self.args.seed), "--out", out, "--collective-timeout", "60"]
+        if ranks > 1:
+            argv = [self.args.mpirun, "-np", str(ranks)] + argv
+        run_command(argv, RUN_TIMEOUT, directory)
+        return load(os.path.join(directory, out))
+
+    def reference(self, case):
+        """The 1-rank outputs, the interpreter's, and their comparison."""
+        directory = os.path.join(self.args.workdir, "ref", case.ref_key)
+        os.makedirs(directory, exist_ok=True)
+        src = self.source_path(case, directory)
+        loomc = self.args.loomc
+        run_command([loomc, src, *self.dtype_flags(case), *case.one_flags, "-o", "one"],
+                    COMPILE_TIMEOUT, directory)
+        one = self.execute("./one", 1, "one.safetensors", directory)
+        run_command([loomc, src, *self.dtype_flags(case), "--interpret", "--seed", str(self.args.seed),
+                     "--out", "interp.safetensors"], INTERPRET_TIMEOUT, directory)
+        interp = load(os.path.join(directory, "interp.safetensors"))
+        return one, interp, compare(one, interp, case.bf16)
+
+    def run_case(self, case):
+        start = time.monotonic()
+        try:
+            one, _, (ref_problems, ref_worst) = self.refs.get(case.ref_key, lambda: self.reference(case))
+            directory = os.path.join(self.args.workdir, case.name, case.mesh_tag + ("-bf16" if case.bf16 else ""))
+            os.makedirs(directory, exist_ok=True)
+            src = self.source_path(case, directory)
+            run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
+                        COMPILE_TIMEOUT, directory)
+            got = self.execute("./model", case.ranks, "out.safetensors", directory)
+            problems, worst = compare(got, one, case.bf16)
+        except Failure as failure:
+            return False, f"FAIL {case.label}: {failure}"
+        seconds = time.monotonic() - start
+        reasons = [f"{case.ranks} ranks vs 1 rank: {p}" for p in problems]
+        reasons += [f"1 rank vs interpreter: {p}" for p in ref_problems]
+        if reasons:
+            return False, f"FAIL {case.label}: " + "; ".join(reasons)
+        return True, (f"ok   {case.label} ({case.ranks} ranks, err/tol {worst:.2g} vs 1 rank, "
+                      f"{ref_worst:.2g} 1 rank vs interpreter, {seconds:.1f} s)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loomc", default="loomc")
+    parser.add_argument("--mpirun", required=True, help="scripts/mpirun-local")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--long", action="store_true", help="also 8-rank meshes (as LOOM_LONG=1)")
+    parser.add_argument("--filter", default="", help="only cases whose 'NAME MESH' contains this")
+    parser.add_argument("--all", action="store_true", help="also the models marked as known bugs")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = parser.parse_args()
+    long = args.long or os.environ.get("LOOM_LONG") == "1"
+    args.mpirun = os.path.abspath(args.mpirun) if os.path.sep in args.mpirun else args.mpirun
+    args.loomc = os.path.abspath(args.loomc) if os.path.sep in args.loomc else args.loomc
+    args.workdir = os.path.abspath(args.workdir)
+    os.makedirs(args.workdir, exist_ok=True)
+
+    cases = [c for c in build_cases(long, args.all) if args.filter in c.label]
+    if args.list:
+        for case in cases:
+            print(case.label)
+        return 0
+    runner = Runner(args)
+    failures = 0
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for ok, line in pool.map(runner.run_case, cases):
+            failures += not ok
+            print(line, flush=True)
+    print(f"differential: {len(cases)} cases, {failures} failures "
+          f"({time.monotonic() - start:.0f} s)", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
