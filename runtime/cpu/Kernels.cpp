@@ -83,6 +83,11 @@ void forEachOffset(const loomrt_view &view, int first, int last, int64_t base,
     return;
   }
   int64_t size = view.size[first], stride = view.stride[first];
+  if (first + 1 == last) { // the innermost dimension: a plain loop
+    for (int64_t i = 0; i < size; ++i)
+      fn(base + i * stride);
+    return;
+  }
   for (int64_t i = 0; i < size; ++i)
     forEachOffset(view, first + 1, last, base + i * stride, fn);
 }
@@ -99,10 +104,33 @@ bool isDense(const loomrt_view &view, int first, int last) {
   return true;
 }
 
+/// Widens `count` elements starting at `offset` to f32 (a plain copy for
+/// f32), so the loops that follow see one type and vectorise.
+void widen(int dtype, const void *base, int64_t offset, int64_t count, float *dst) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    memcpy(dst, static_cast<const float *>(base) + offset, size_t(count) * 4);
+    return;
+  case LOOMRT_BF16: {
+    const uint16_t *src = static_cast<const uint16_t *>(base) + offset;
+    for (int64_t j = 0; j < count; ++j)
+      dst[j] = loomrt_bf16_to_f32(src[j]);
+    return;
+  }
+  default:
+    for (int64_t j = 0; j < count; ++j)
+      dst[j] = load(dtype, base, offset + j);
+  }
+}
+
 /// Packs operand `view` (dims [batch, rows, cols] grouped as given, plus the
 /// summed dims of `sum`) into a dense f32 [batch][rows][cols] buffer.
 void pack(int dtype, const void *base, const loomrt_view &view,
           const loomrt_view &sum, int numBatch, int numRows, float *out) {
+  if (sum.num_dims == 0 && isDense(view, 0, view.num_dims)) {
+    widen(dtype, base, 0, product(view.size, 0, view.num_dims), out);
+    return;
+  }
   int64_t o = 0;
   forEachOffset(view, 0, view.num_dims, 0, [&](int64_t offset) {
     float acc = 0.0f;
@@ -236,7 +264,11 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
                 bTrans ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, aData,
                 int(lda), bData, int(ldb), 0.0f, cData + bi * m * n, int(n));
   }
-  if (!outDirect) {
+  if (!outDirect && c->out_dtype == LOOMRT_BF16 && isDense(c->out, 0, c->out.num_dims)) {
+    uint16_t *dst = static_cast<uint16_t *>(out);
+    for (int64_t i = 0; i < batch * m * n; ++i)
+      dst[i] = loomrt_f32_to_bf16(cData[i]);
+  } else if (!outDirect) {
     int64_t i = 0;
     forEachOffset(c->out, 0, c->out.num_dims, 0,
                   [&](int64_t o) { store(c->out_dtype, out, o, cData[i++]); });
@@ -260,6 +292,26 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
   }
   int64_t total = product(shape, 0, rank);
   int64_t index[LOOMRT_MAX_RANK] = {0};
+  // The common case, reducing the trailing dimensions: one pass per row.
+  int firstReduced = rank;
+  while (firstReduced > 0 && (mask & (1u << (firstReduced - 1))))
+    --firstReduced;
+  if (!isInt(dtype) && firstReduced < rank &&
+      (mask & ((1u << firstReduced) - 1)) == 0) {
+    int64_t rows = product(shape, 0, firstReduced), n = product(shape, firstReduced, rank);
+    for (int64_t r = 0; r < rows; ++r) {
+      float acc = reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity() : 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        float x = load(dtype, in, r * n + j);
+        if (reduction == LOOMRT_MAX)
+          acc = (x > acc || std::isnan(x)) ? x : acc;
+        else
+          acc += x;
+      }
+      store(dtype, out, r, reduction == LOOMRT_MAX ? acc : float(acc * scale));
+    }
+    return;
+  }
   if (isInt(dtype)) {
     std::vector<int64_t> acc(size_t(outCount), reduction == LOOMRT_MAX
                                                    ? std::numeric_limits<int64_t>::min()
@@ -327,65 +379,66 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out, int64_t out
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype, const void *scale,
                             const void *bias, void *out, int64_t rows, int64_t n,
                             double eps, int rms) {
-  std::vector<float> row(static_cast<size_t>(n));
+  std::vector<float> row(static_cast<size_t>(n)), gain(static_cast<size_t>(n)),
+      shift(static_cast<size_t>(n), 0.0f);
+  widen(scaleDtype, scale, 0, n, gain.data());
+  if (bias)
+    widen(scaleDtype, bias, 0, n, shift.data());
   for (int64_t r = 0; r < rows; ++r) {
+    widen(dtype, x, r * n, n, row.data());
     float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      row[j] = load(dtype, x, r * n + j);
+    for (int64_t j = 0; j < n; ++j)
       sum += row[j];
-    }
     float mean = rms ? 0.0f : sum / float(n), squares = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      float centred = row[j] - mean;
-      squares += centred * centred;
-    }
+    for (int64_t j = 0; j < n; ++j)
+      squares += (row[j] - mean) * (row[j] - mean);
     float inverse = 1.0f / std::sqrt(squares / float(n) + float(eps));
-    for (int64_t j = 0; j < n; ++j) {
-      float y = (row[j] - mean) * inverse * load(scaleDtype, scale, j);
-      if (bias)
-        y += load(scaleDtype, bias, j);
-      store(dtype, out, r * n + j, y);
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = (row[j] - mean) * inverse * gain[j] + shift[j];
+    if (dtype == LOOMRT_F32) {
+      memcpy(static_cast<float *>(out) + r * n, row.data(), size_t(n) * 4);
+      continue;
     }
+    for (int64_t j = 0; j < n; ++j)
+      store(dtype, out, r * n + j, row[j]);
   }
 }
 
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k, const void *v,
                                  void *out, int64_t batch, int64_t s, int64_t t,
                                  int64_t e, int64_t f, int causal, double scale) {
-  std::vector<float> qRow(static_cast<size_t>(e)), scores(static_cast<size_t>(t)),
-      acc(static_cast<size_t>(f)),
-      kData(static_cast<size_t>(t * e)), vData(static_cast<size_t>(t * f));
+  // Per batch: scores = q k^T (one GEMM), masked row softmax, then p v (one
+  // GEMM); everything in f32, rounded once at the end.
+  std::vector<float> qData(static_cast<size_t>(s * e)), kData(static_cast<size_t>(t * e)),
+      vData(static_cast<size_t>(t * f)), scores(static_cast<size_t>(s * t)),
+      result(static_cast<size_t>(s * f));
   for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t j = 0; j < t * e; ++j)
-      kData[j] = load(dtype, k, b * t * e + j);
-    for (int64_t j = 0; j < t * f; ++j)
-      vData[j] = load(dtype, v, b * t * f + j);
+    widen(dtype, q, b * s * e, s * e, qData.data());
+    widen(dtype, k, b * t * e, t * e, kData.data());
+    widen(dtype, v, b * t * f, t * f, vData.data());
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s), int(t), int(e),
+                float(scale), qData.data(), int(e), kData.data(), int(e), 0.0f,
+                scores.data(), int(t));
     for (int64_t i = 0; i < s; ++i) {
-      for (int64_t c = 0; c < e; ++c)
-        qRow[c] = load(dtype, q, (b * s + i) * e + c);
+      float *row = scores.data() + i * t;
       int64_t visible = causal ? std::min(t, i + 1) : t;
       float maximum = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < visible; ++j) {
-        float dot = 0.0f;
-        for (int64_t c = 0; c < e; ++c)
-          dot += qRow[c] * kData[j * e + c];
-        scores[j] = dot * float(scale);
-        maximum = std::max(maximum, scores[j]);
-      }
+      for (int64_t j = 0; j < visible; ++j)
+        maximum = std::max(maximum, row[j]);
       float total = 0.0f;
       for (int64_t j = 0; j < visible; ++j) {
-        scores[j] = std::exp(scores[j] - maximum);
-        total += scores[j];
+        row[j] = std::exp(row[j] - maximum);
+        total += row[j];
       }
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < visible; ++j) {
-        float p = scores[j] / total;
-        for (int64_t c = 0; c < f; ++c)
-          acc[c] += p * vData[j * f + c];
-      }
-      for (int64_t c = 0; c < f; ++c)
-        store(dtype, out, (b * s + i) * f + c, visible ? acc[c] : NAN);
+      for (int64_t j = 0; j < visible; ++j)
+        row[j] /= total;
+      for (int64_t j = visible; j < t; ++j)
+        row[j] = 0.0f;
     }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s), int(f), int(t), 1.0f,
+                scores.data(), int(t), vData.data(), int(f), 0.0f, result.data(), int(f));
+    for (int64_t j = 0; j < s * f; ++j)
+      store(dtype, out, b * s * f + j, result[j]);
   }
 }
 

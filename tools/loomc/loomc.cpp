@@ -181,11 +181,13 @@ static int buildProgram(ModuleOp module) {
       // One rounding per op, the same in every build of a model, so 1-rank
       // and N-rank programs compute each element alike.
       "-ffp-contract=off", "-fno-math-errno", "-w",
+      // Vector exp/log/tanh from glibc's libmvec for the fused loops.
+      "-fveclib=libmvec",
       "-I", LOOM_RUNTIME_INCLUDE_DIR, "-x", "c++", std::string(source), "-x",
       "none"};
   for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
     args.push_back(library);
-  for (const char *extra : {"-lm", "-lpthread", "-o"})
+  for (const char *extra : {"-lmvec", "-lm", "-lpthread", "-o"})
     args.push_back(extra);
   args.push_back(outputFile);
   SmallVector<StringRef> argv(args.begin(), args.end());

@@ -1129,9 +1129,10 @@ LogicalResult CpuEmitter::emit(raw_ostream &os) {
      << "  return (int32_t)(uint32_t)(uint64_t)x;\n}\n"
      << "static inline float loom_gelu(float x) {\n"
      << "  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
+     // 0.5 (1 + tanh(u)) = sigmoid(2u): one expf instead of tanhf.
      << "static inline float loom_gelu_tanh(float x) {\n"
-     << "  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + "
-        "0.044715f * x * x * x)));\n}\n"
+     << "  float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);\n"
+     << "  return x / (1.0f + expf(-2.0f * u));\n}\n"
      << "static const float kOne = 1.0f;\n\n";
   os << globals << "\n";
   emitTables(os);
