@@ -856,14 +856,23 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
       printf(kUsage, argv[0], model->name, model->source, (long long)meshRanks);
     return finish(0);
   }
+  if (rt->worldSize != meshRanks && model->num_axes == 0) {
+    if (leader)
+      fprintf(stderr,
+              "%s: error: model %s declares no mesh and runs on 1 rank, but this "
+              "job has %d; run it alone or with mpirun -np 1\n",
+              argv[0], model->name, rt->worldSize);
+    return finish(2);
+  }
   if (rt->worldSize != meshRanks) {
     if (leader)
       fprintf(stderr,
-              "%s: error: model %s was compiled for the mesh [%s] of %lld ranks, but "
-              "this job has %d; run it with mpirun -np %lld, or recompile for %d ranks "
-              "(loomc --mesh)\n",
-              argv[0], model->name, meshText.c_str(), (long long)meshRanks, rt->worldSize,
-              (long long)meshRanks, rt->worldSize);
+              "%s: error: model %s was compiled for the mesh [%s] of %lld rank%s, but "
+              "this job has %d; run it with mpirun -np %lld, or recompile with loomc "
+              "--mesh for a mesh of %d\n",
+              argv[0], model->name, meshText.c_str(), (long long)meshRanks,
+              meshRanks == 1 ? "" : "s", rt->worldSize, (long long)meshRanks,
+              rt->worldSize);
     return finish(2);
   }
   rt->timeout = options.timeout;

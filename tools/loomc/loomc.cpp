@@ -283,7 +283,13 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   pm.enableTiming(timingScope);
   if (dtypeOverride == DType::F32)
     pm.addPass(loom::createLoomWidenFloats());
-  if (buildExecutable || emitKind == Emit::Cpu)
+  bool hasMesh = !module->getOps<loom::MeshOp>().empty();
+  if ((buildExecutable || emitKind == Emit::Cpu) && !hasMesh) {
+    // Without a mesh the program runs on one rank as written.
+    loom::buildFrontendCleanupPipeline(pm);
+    pm.addNestedPass<func::FuncOp>(loom::createLoomFuseElementwise());
+    pm.addPass(loom::createLoomPlanMemory());
+  } else if (buildExecutable || emitKind == Emit::Cpu)
     loom::buildPlanPipeline(pm);
   else if (analyse || emitKind == Emit::Spmd)
     loom::buildSpmdPipeline(pm);
