@@ -457,11 +457,23 @@ extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count, i
   }
 }
 
-extern "C" void loomrt_pick(int dtype, const void *logits, int64_t count, int64_t vocab,
-                            int targetsDtype, const void *targets, int64_t vocabStart,
+static void failTarget(loomrt_ctx *rt, const char *site, int64_t target, int64_t position,
+                       int64_t vocab) {
+  std::string message = "target " + std::to_string(target) + " at position " +
+                        std::to_string(position) + " is outside [0, " +
+                        std::to_string(vocab) + ")";
+  loomrt_fail(rt, site, message.c_str());
+}
+
+extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
+                            int64_t count, int64_t vocab, int targetsDtype,
+                            const void *targets, int64_t vocabStart, int64_t vocabTotal,
                             float *out) {
   for (int64_t i = 0; i < count; ++i) {
-    int64_t column = loadInt(targetsDtype, targets, i) - vocabStart;
+    int64_t target = loadInt(targetsDtype, targets, i);
+    if (target < 0 || target >= vocabTotal)
+      failTarget(rt, site, target, i, vocabTotal);
+    int64_t column = target - vocabStart;
     out[i] = column >= 0 && column < vocab ? load(dtype, logits, i * vocab + column) : 0.0f;
   }
 }
@@ -472,12 +484,8 @@ extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype
   float total = 0.0f;
   for (int64_t i = 0; i < count; ++i) {
     int64_t target = loadInt(targetsDtype, targets, i);
-    if (target < 0 || target >= vocab) {
-      std::string message = "target " + std::to_string(target) + " at position " +
-                            std::to_string(i) + " is outside [0, " +
-                            std::to_string(vocab) + ")";
-      loomrt_fail(rt, site, message.c_str());
-    }
+    if (target < 0 || target >= vocab)
+      failTarget(rt, site, target, i, vocab);
     float maximum = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < vocab; ++j)
       maximum = std::max(maximum, load(dtype, logits, i * vocab + j));

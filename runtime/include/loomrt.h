@@ -165,9 +165,11 @@ void loomrt_attention(int dtype, const void *q, const void *k, const void *v, vo
 void loomrt_embedding(int ids_dtype, const void *ids, int64_t count, int dtype,
                       const void *table, int64_t rows, int64_t width, int64_t vocab_start,
                       void *out);
-/* out[i] = f32(logits[i, targets[i] - vocab_start]) or 0 when not this rank's. */
-void loomrt_pick(int dtype, const void *logits, int64_t count, int64_t vocab,
-                 int targets_dtype, const void *targets, int64_t vocab_start, float *out);
+/* out[i] = f32(logits[i, targets[i] - vocab_start]) or 0 when not this rank's;
+ * a target outside [0, vocab_total) (the whole vocabulary) ends the job. */
+void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
+                 int64_t count, int64_t vocab, int targets_dtype, const void *targets,
+                 int64_t vocab_start, int64_t vocab_total, float *out);
 /* Mean over `count` rows of logsumexp(logits[i, :]) - logits[i, targets[i]]. */
 void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
                           int64_t count, int64_t vocab, int targets_dtype,

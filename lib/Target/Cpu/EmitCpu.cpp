@@ -128,9 +128,11 @@ private:
   }
 
   std::string site(Operation *op) {
-    return quote((op->getName().getStringRef() + " at " +
-                  formatSourceLoc(op->getLoc()))
-                     .str());
+    // The partitioner makes loom.pick only out of a cross-entropy: name
+    // the op the user wrote.
+    StringRef name = isa<PickOp>(op) ? StringRef("loom.cross_entropy")
+                                     : op->getName().getStringRef();
+    return quote((name + " at " + formatSourceLoc(op->getLoc())).str());
   }
 
   int axisIndex(StringRef axis) {
@@ -862,14 +864,18 @@ LogicalResult CpuEmitter::emitOp(Operation *op) {
   }
   if (auto pick = dyn_cast<PickOp>(op)) {
     int64_t vocab = shape(pick.getLogits()).back();
-    line() << "loomrt_pick(" << dtype(pick.getLogits()) << ", "
-           << pointer(pick.getLogits()) << ", "
+    int64_t pieces = 1;
+    if (auto axes = pick.getVocabAxes())
+      for (Attribute axis : *axes)
+        pieces *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+    // The site names the cross-entropy the pick came from (same location).
+    line() << "loomrt_pick(rt, " << site(op) << ", " << dtype(pick.getLogits())
+           << ", " << pointer(pick.getLogits()) << ", "
            << tensorType(pick.getTargets()).getNumElements() << ", " << vocab
            << ", " << dtype(pick.getTargets()) << ", "
            << pointer(pick.getTargets()) << ", "
-           << vocabStart(pick.getVocabAxes(), vocab) << ", (float *)"
-           << pointer(pick.getResult()) << "); // loom.pick at " << where()
-           << "\n";
+           << vocabStart(pick.getVocabAxes(), vocab) << ", " << vocab * pieces
+           << ", (float *)" << pointer(pick.getResult()) << ");\n";
     return success();
   }
   if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
