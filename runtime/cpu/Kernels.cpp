@@ -66,6 +66,10 @@ inline void storeInt(int dtype, void *base, int64_t i, int64_t value) {
 
 inline bool isInt(int dtype) { return dtype == LOOMRT_I32 || dtype == LOOMRT_I64; }
 
+size_t elementBytes(int dtype) {
+  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
+}
+
 int64_t product(const int64_t *sizes, int first, int last) {
   int64_t n = 1;
   for (int i = first; i < last; ++i)
@@ -183,8 +187,53 @@ void contractIntegers(const loomrt_contraction *c, const void *a, const void *b,
 
 } // namespace
 
+// The CPU runs the step on the host arena itself.
+const DeviceOps &loomrt::deviceOps() {
+  static const DeviceOps ops = {
+      "host", [](char *host, size_t) { return host; },
+      [](char *, const char *, size_t) {}, [](char *, const char *, size_t) {},
+      [] {}, [](char *, char *) {}};
+  return ops;
+}
+
+extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src, int64_t bytes) {
+  memmove(dst, src, size_t(bytes));
+}
+
+extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src, int64_t bytes) {
+  memcpy(dst, src, size_t(bytes));
+}
+
+extern "C" void loomrt_slice(int dtype, const void *in, void *out, int rank,
+                             const int64_t *in_shape, const int64_t *start,
+                             const int64_t *out_shape) {
+  size_t bytes = elementBytes(dtype);
+  int64_t inStride[LOOMRT_MAX_RANK], stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    inStride[d] = stride;
+    stride *= in_shape[d];
+  }
+  loomrt_view view;
+  view.num_dims = rank;
+  int64_t base = 0;
+  for (int d = 0; d < rank; ++d) {
+    view.size[d] = out_shape[d];
+    view.stride[d] = inStride[d];
+    base += start[d] * inStride[d];
+  }
+  char *dst = static_cast<char *>(out);
+  const char *src = static_cast<const char *>(in);
+  forEachOffset(view, 0, rank, base, [&](int64_t offset) {
+    memcpy(dst, src + offset * bytes, bytes);
+    dst += bytes;
+  });
+}
+
 extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
                                 const void *a, const void *b, void *out) {
+  static const float one = 1.0f; // the second operand of a one-operand einsum
+  if (!b)
+    b = &one;
   if (isInt(c->out_dtype)) {
     contractIntegers(c, a, b, out);
     return;
@@ -519,9 +568,6 @@ extern "C" void loomrt_transpose(int dtype, const void *in, void *out, int rank,
   });
 }
 
-static size_t elementBytes(int dtype) {
-  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
-}
 
 extern "C" void loomrt_extract(int dtype, const void *in, void *out, int64_t outer,
                                int64_t inDim, int64_t outDim, int64_t start,

@@ -916,19 +916,31 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     free(arena);
     return finish(1);
   }
+  const DeviceOps &device = deviceOps();
+  char *deviceArena = device.allocate(arena, arenaBytes);
+  if (!deviceArena)
+    abortJob(rt, format("cannot allocate the %s arena of %zu bytes", device.name, arenaBytes),
+             6);
+  if (deviceArena != arena)
+    device.upload(deviceArena, arena, arenaBytes);
 
   std::vector<double> stepSeconds;
   double gemmTotal = 0.0;
-  if (options.bench)
-    model->step(rt, arena); // warm-up: page faults, BLAS buffers, communicators
+  if (options.bench) {
+    model->step(rt, deviceArena); // warm-up: page faults, BLAS buffers, communicators
+    device.synchronize();
+  }
   for (long s = 0; s < options.steps; ++s) {
     barrier(rt, "before a step");
     rt->gemmSeconds = 0.0;
     double start = now();
-    model->step(rt, arena);
+    model->step(rt, deviceArena);
+    device.synchronize();
     stepSeconds.push_back(now() - start);
     gemmTotal += rt->gemmSeconds;
   }
+  if (deviceArena != arena)
+    device.download(arena, deviceArena, arenaBytes);
 
   report(rt, arena);
   if (options.bench) {
@@ -965,6 +977,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     save(rt, options.saveParams, model->params, model->num_params, data.data());
   }
   barrier(rt, "at the end of the run");
+  device.release(deviceArena, arena);
   free(arena);
   return finish(0);
 }

@@ -78,6 +78,9 @@ typedef struct {
   void (*step)(loomrt_ctx *rt, char *arena);
 } loomrt_model;
 
+/* The CUDA backend's stream for this rank (a cudaStream_t). */
+void *loomrt_stream(loomrt_ctx *rt);
+
 /* Runs the model as an MPI program with the executable's options (--help
  * lists them) and returns the process exit code. */
 int loomrt_main(int argc, char **argv, const loomrt_model *model);
@@ -122,6 +125,14 @@ void loomrt_send(loomrt_ctx *rt, const char *site, int axis, int64_t offset, int
 void loomrt_recv(loomrt_ctx *rt, const char *site, int axis, int64_t offset, int dtype,
                  void *out, int64_t count);
 
+/*--- Memory ----------------------------------------------------------------
+ * Pointers into the arena are device pointers for a device backend. */
+
+/* dst <- src within the arena (the ranges may overlap). */
+void loomrt_copy(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
+/* dst (arena) <- src (constant data of the program, in host memory). */
+void loomrt_upload(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
+
 /*--- Kernels ---------------------------------------------------------------
  * Floating inputs are widened to f32, computed in f32 and rounded once to
  * the output's type (docs/language.md, 11.2). */
@@ -135,6 +146,7 @@ typedef struct {
 } loomrt_view;
 
 /* out[b, m, n] = sum over k (and over a_sum / b_sum) of a[b, m, k] * b[b, k, n].
+ * b may be null for a one-operand einsum: a scalar 1 (b views are empty). 
  * a: dims [batch..., m..., k...] (+ a_sum); b: [batch..., k..., n...]
  * (+ b_sum); out: [batch..., m..., n...]. */
 typedef struct {
@@ -178,19 +190,27 @@ void loomrt_transpose(int dtype, const void *in, void *out, int rank, const int6
                       const int *perm);
 /* Copies in[outer, in_dim, inner][:, start:start+out_dim, :] to out (extract)
  * or in to out[:, start:start+in_dim, :] (insert). */
+/* out = in[start[0]:start[0]+out_shape[0], ...] of in[in_shape]. */
+void loomrt_slice(int dtype, const void *in, void *out, int rank, const int64_t *in_shape,
+                  const int64_t *start, const int64_t *out_shape);
 void loomrt_extract(int dtype, const void *in, void *out, int64_t outer, int64_t in_dim,
                     int64_t out_dim, int64_t start, int64_t inner);
 void loomrt_insert(int dtype, const void *in, void *out, int64_t outer, int64_t in_dim,
                    int64_t out_dim, int64_t start, int64_t inner);
 
 /*--- bf16 and f16 storage types: exact widening, round to nearest even ----*/
-static inline float loomrt_bf16_to_f32(uint16_t h) {
+#ifdef __CUDACC__
+#define LOOMRT_INLINE static inline __host__ __device__
+#else
+#define LOOMRT_INLINE static inline
+#endif
+LOOMRT_INLINE float loomrt_bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
   float f;
   memcpy(&f, &bits, 4);
   return f;
 }
-static inline uint16_t loomrt_f32_to_bf16(float f) {
+LOOMRT_INLINE uint16_t loomrt_f32_to_bf16(float f) {
   uint32_t bits;
   memcpy(&bits, &f, 4);
   if ((bits & 0x7fffffffu) > 0x7f800000u)
@@ -198,7 +218,7 @@ static inline uint16_t loomrt_f32_to_bf16(float f) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return (uint16_t)(bits >> 16);
 }
-static inline float loomrt_f16_to_f32(uint16_t h) {
+LOOMRT_INLINE float loomrt_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu,
            mantissa = h & 0x3ffu, bits;
   if (exponent == 0x1fu) {
@@ -219,7 +239,7 @@ static inline float loomrt_f16_to_f32(uint16_t h) {
   memcpy(&f, &bits, 4);
   return f;
 }
-static inline uint16_t loomrt_f32_to_f16(float f) {
+LOOMRT_INLINE uint16_t loomrt_f32_to_f16(float f) {
   uint32_t bits;
   memcpy(&bits, &f, 4);
   uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);

@@ -18,7 +18,7 @@
 #include "loom/Config.h"
 #include "loom/Interpreter/Interpreter.h"
 #include "loom/Pipelines/Pipelines.h"
-#include "loom/Target/Cpu.h"
+#include "loom/Target/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -173,7 +173,7 @@ static int buildProgram(ModuleOp module) {
   llvm::FileRemover removeSource(source);
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (failed(loom::emitCpuProgram(module, inputFile, os)))
+    if (failed(loom::emitProgram(module, inputFile, loom::Target::Cpu, os)))
       return 1;
   }
   SmallVector<std::string> args = {
@@ -337,7 +337,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   bool printIR = !analyse || emitKind.getNumOccurrences();
   if (emitKind == Emit::Cpu) {
-    if (failed(loom::emitCpuProgram(*module, inputFile, os)))
+    if (failed(loom::emitProgram(*module, inputFile, loom::Target::Cpu, os)))
       return 1;
   } else if (emitKind == Emit::Params) {
     loom::printParams(*module, os);

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "loom/Target/Cpu.h"
+#include "loom/Target/Target.h"
 
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/LoomOps.h"
@@ -95,10 +95,12 @@ SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
-class CpuEmitter {
+class ProgramEmitter {
 public:
-  CpuEmitter(ModuleOp module, func::FuncOp model, MeshOp mesh, StringRef source)
-      : module(module), model(model), mesh(mesh), source(source) {}
+  ProgramEmitter(ModuleOp module, func::FuncOp model, MeshOp mesh,
+                 StringRef source, Target target)
+      : module(module), model(model), mesh(mesh), source(source),
+        target(target) {}
 
   LogicalResult emit(raw_ostream &os);
 
@@ -107,6 +109,7 @@ private:
   func::FuncOp model;
   MeshOp mesh;
   StringRef source;
+  Target target;
   /// File-scope tables (constants, axis lists, contraction descriptors).
   std::string globals;
   llvm::raw_string_ostream globalsOs{globals};
@@ -306,75 +309,16 @@ std::string scalarLiteral(ConstantOp constant) {
          std::to_string((*value.value_begin<APInt>()).getSExtValue()) + "LL";
 }
 
-LogicalResult CpuEmitter::emitElementwise(Operation *op, ValueRange inputs,
-                                          Block *fusedBody) {
-  Value result = op->getResult(0);
-  if (failed(checkPlanned(op)))
-    return failure();
-  ArrayRef<int64_t> shape = tensorType(result).getShape();
-  int rank = int(shape.size());
-  SmallVector<int64_t> outStrides = rowMajorStrides(shape);
-  int64_t count = product(shape);
-
-  // Each input's stride per output dimension (0 where it broadcasts).
-  SmallVector<SmallVector<int64_t>> strides;
-  bool flat = true;
-  for (Value input : inputs) {
-    ArrayRef<int64_t> inShape = tensorType(input).getShape();
-    SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
-    SmallVector<int64_t> perDim(rank, 0);
-    for (int d = 0; d < rank; ++d) {
-      int inDim = d - (rank - int(inShape.size()));
-      if (inDim >= 0 && inShape[inDim] != 1)
-        perDim[d] = inStrides[inDim];
-    }
-    bool full = perDim == ArrayRef<int64_t>(outStrides) ||
-                product(inShape) == count;
-    bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
-    flat &= full || scalar;
-    strides.push_back(perDim);
-  }
-
-  line() << "{ // " << op->getName() << " at " << formatSourceLoc(op->getLoc())
-         << "\n";
-  int scopeIndent = indent++;
-  SmallVector<std::string> inNames;
-  for (Value input : inputs) {
-    std::string name = fresh("in");
-    line() << "const " << storageType(tensorType(input).getElementType())
-           << " *" << name << " = " << typed(input, true) << ";\n";
-    inNames.push_back(name);
-  }
-  line() << storageType(tensorType(result).getElementType()) << " *out = "
-         << typed(result, false) << ";\n";
-
-  std::string index;
-  SmallVector<std::string> inIndex;
-  if (flat) {
-    line() << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
-    index = "i";
-    for (auto [input, perDim] : llvm::zip(inputs, strides))
-      inIndex.push_back(
-          llvm::all_of(perDim, [](int64_t s) { return s == 0; }) ? "0" : "i");
-  } else {
-    for (int d = 0; d < rank; ++d)
-      line().indent(2 * d) << "for (int64_t i" << d << " = 0; i" << d << " < "
-                           << shape[d] << "; ++i" << d << ")"
-                           << (d + 1 == rank ? " {\n" : "\n");
-    auto linear = [&](ArrayRef<int64_t> perDim) {
-      std::string text;
-      for (int d = 0; d < rank; ++d)
-        if (perDim[d])
-          text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
-                  (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
-      return text.empty() ? std::string("0") : text;
-    };
-    index = linear(outStrides);
-    for (ArrayRef<int64_t> perDim : strides)
-      inIndex.push_back(linear(perDim));
-    indent += rank - 1;
-  }
-  ++indent;
+/// The statements that compute one element of an element-wise op or fusion
+/// group: load each input (widened to f32 or i64), evaluate every op with
+/// its rounding, store the result. `inIndex`/`outIndex` are C expressions of
+/// the element's offset in each input and in the output.
+void emitElementStatements(raw_ostream &os, int indent, Operation *op,
+                           ValueRange inputs, Block *fusedBody,
+                           ArrayRef<std::string> inNames,
+                           ArrayRef<std::string> inIndex,
+                           const std::string &outIndex, unsigned &nextId) {
+  auto line = [&]() -> raw_ostream & { return os.indent(2 * indent); };
   auto load = [&](unsigned i) {
     Type element = tensorType(inputs[i]).getElementType();
     std::string ref = inNames[i] + "[" + inIndex[i] + "]";
@@ -388,13 +332,13 @@ LogicalResult CpuEmitter::emitElementwise(Operation *op, ValueRange inputs,
   };
   llvm::DenseMap<Value, std::string> scalars;
   auto declare = [&](Value value, const std::string &expression) {
-    std::string name = fresh("v");
+    std::string name = "v" + std::to_string(nextId++);
     line() << (isFloat(tensorType(value).getElementType()) ? "float "
                                                            : "int64_t ")
            << name << " = " << expression << ";\n";
     scalars[value] = name;
   };
-  Value yielded = result;
+  Value result = op->getResult(0), yielded = result;
   if (fusedBody) {
     for (auto [i, argument] : llvm::enumerate(fusedBody->getArguments()))
       declare(argument, load(i));
@@ -422,8 +366,125 @@ LogicalResult CpuEmitter::emitElementwise(Operation *op, ValueRange inputs,
                        : element.isF32() ? value
                                          : "(" + std::string(storageType(element)) +
                                                ")(" + value + ")";
-  line() << "out[" << index << "] = " << stored << ";\n";
-  --indent;
+  line() << "out[" << outIndex << "] = " << stored << ";\n";
+}
+
+LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
+                                              Block *fusedBody) {
+  Value result = op->getResult(0);
+  if (failed(checkPlanned(op)))
+    return failure();
+  ArrayRef<int64_t> shape = tensorType(result).getShape();
+  int rank = int(shape.size());
+  SmallVector<int64_t> outStrides = rowMajorStrides(shape);
+  int64_t count = product(shape);
+
+  // Each input's stride per output dimension (0 where it broadcasts). When
+  // every input is either the output's shape or a scalar, one flat index
+  // serves all.
+  SmallVector<SmallVector<int64_t>> strides;
+  bool flat = true;
+  for (Value input : inputs) {
+    ArrayRef<int64_t> inShape = tensorType(input).getShape();
+    SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
+    SmallVector<int64_t> perDim(rank, 0);
+    for (int d = 0; d < rank; ++d) {
+      int inDim = d - (rank - int(inShape.size()));
+      if (inDim >= 0 && inShape[inDim] != 1)
+        perDim[d] = inStrides[inDim];
+    }
+    bool full = perDim == ArrayRef<int64_t>(outStrides) ||
+                product(inShape) == count;
+    bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
+    flat &= full || scalar;
+    strides.push_back(perDim);
+  }
+  auto linear = [&](ArrayRef<int64_t> perDim) {
+    std::string text;
+    for (int d = 0; d < rank; ++d)
+      if (perDim[d])
+        text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
+                (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
+    return text.empty() ? std::string("0") : text;
+  };
+  auto isScalar = [](ArrayRef<int64_t> perDim) {
+    return llvm::all_of(perDim, [](int64_t s) { return s == 0; });
+  };
+  SmallVector<std::string> inIndex;
+  std::string outIndex;
+  if (flat) {
+    outIndex = "i";
+    for (ArrayRef<int64_t> perDim : strides)
+      inIndex.push_back(isScalar(perDim) ? "0" : "i");
+  } else {
+    outIndex = linear(outStrides);
+    for (ArrayRef<int64_t> perDim : strides)
+      inIndex.push_back(linear(perDim));
+  }
+  std::string where =
+      (op->getName().getStringRef() + " at " + formatSourceLoc(op->getLoc()))
+          .str();
+
+  if (target == Target::Cuda) {
+    // One kernel per group: a grid-stride loop over the output's elements.
+    std::string kernel = fresh("loom_kernel");
+    globalsOs << "// " << where << "\n__global__ void " << kernel << "(";
+    SmallVector<std::string> inNames, params;
+    for (Value input : inputs) {
+      inNames.push_back(fresh("in"));
+      params.push_back("const " +
+                       std::string(storageType(tensorType(input).getElementType())) +
+                       " *__restrict__ " + inNames.back());
+    }
+    params.push_back(std::string(storageType(tensorType(result).getElementType())) +
+                     " *__restrict__ out");
+    globalsOs << llvm::join(params, ", ") << ") {\n"
+              << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + "
+                 "threadIdx.x; i < "
+              << count << "; i += (int64_t)gridDim.x * blockDim.x) {\n";
+    if (!flat) {
+      globalsOs << "    int64_t rest = i;\n";
+      for (int d = rank - 1; d >= 0; --d)
+        globalsOs << "    int64_t i" << d << " = rest % " << shape[d]
+                  << "; rest /= " << shape[d] << ";\n";
+      globalsOs << "    (void)rest;\n";
+    }
+    emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames,
+                          inIndex, flat ? "i" : outIndex, nextId);
+    globalsOs << "  }\n}\n\n";
+    int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 8192));
+    line() << kernel << "<<<" << blocks
+           << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
+    SmallVector<std::string> args;
+    for (Value input : inputs)
+      args.push_back(typed(input, true));
+    args.push_back(typed(result, false));
+    bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+    return success();
+  }
+
+  line() << "{ // " << where << "\n";
+  int scopeIndent = indent++;
+  SmallVector<std::string> inNames;
+  for (Value input : inputs) {
+    std::string name = fresh("in");
+    line() << "const " << storageType(tensorType(input).getElementType())
+           << " *" << name << " = " << typed(input, true) << ";\n";
+    inNames.push_back(name);
+  }
+  line() << storageType(tensorType(result).getElementType()) << " *out = "
+         << typed(result, false) << ";\n";
+  if (flat) {
+    line() << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
+  } else {
+    for (int d = 0; d < rank; ++d)
+      line().indent(2 * d) << "for (int64_t i" << d << " = 0; i" << d << " < "
+                           << shape[d] << "; ++i" << d << ")"
+                           << (d + 1 == rank ? " {\n" : "\n");
+    indent += rank - 1;
+  }
+  emitElementStatements(bodyOs, indent + 1, op, inputs, fusedBody, inNames,
+                        inIndex, outIndex, nextId);
   line() << "}\n";
   indent = scopeIndent;
   line() << "}\n";
@@ -434,7 +495,7 @@ LogicalResult CpuEmitter::emitElementwise(Operation *op, ValueRange inputs,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-LogicalResult CpuEmitter::emitContraction(Operation *op, Value a, Value b,
+LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                           Value out, StringRef spec) {
   // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
   // letters of one operand only, summed before the product.
@@ -511,7 +572,7 @@ LogicalResult CpuEmitter::emitContraction(Operation *op, Value a, Value b,
             << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides)
             << "};\n";
   line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
-         << (b ? pointer(b) : "&kOne") << ", " << pointer(out) << "); // "
+         << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
          << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
   return success();
 }
@@ -551,63 +612,52 @@ std::string matmulSpec(MatmulOp op, Value &a, Value &b) {
 // The rest of the ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult CpuEmitter::emitConstant(ConstantOp op) {
+LogicalResult ProgramEmitter::emitConstant(ConstantOp op) {
   if (failed(checkPlanned(op)))
     return failure();
   auto value = cast<DenseElementsAttr>(op.getValue());
   Type element = value.getElementType();
+  int64_t count = tensorType(op.getResult()).getNumElements();
+  if (count > (int64_t(1) << 20))
+    return fail(op, "constants of more than 2^20 elements are not supported");
   std::string name = fresh("kConst");
   SmallVector<std::string> items;
-  int64_t count = tensorType(op.getResult()).getNumElements();
-  if (isFloat(element)) {
-    for (APFloat x : value.getValues<APFloat>())
-      items.push_back(std::to_string(x.bitcastToAPInt().getZExtValue()) + "u");
-  } else {
-    for (APInt x : value.getValues<APInt>())
-      items.push_back(std::to_string(x.getSExtValue()) + "LL");
+  // Splats are written out: constants are small (scalars, masks).
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t index = value.isSplat() ? 0 : i;
+    if (isFloat(element))
+      items.push_back(std::to_string((*(value.value_begin<APFloat>() + index))
+                                         .bitcastToAPInt()
+                                         .getZExtValue()) +
+                      "u");
+    else
+      items.push_back(
+          std::to_string((*(value.value_begin<APInt>() + index)).getSExtValue()) +
+          "LL");
   }
-  const char *bitsType = element.isF32()                   ? "uint32_t"
+  const char *bitsType = element.isF32()                       ? "uint32_t"
                          : element.isBF16() || element.isF16() ? "uint16_t"
-                         : storageType(element);
+                                                               : storageType(element);
   globalsOs << "static const " << bitsType << " " << name << "[] = {"
             << llvm::join(items, ", ") << "};\n";
-  if (value.isSplat() && count > 1)
-    line() << "for (int64_t i = 0; i < " << count << "; ++i) memcpy("
-           << pointer(op.getResult()) << " + i * sizeof(" << name << "), "
-           << name << ", sizeof(" << name << "));\n";
-  else
-    line() << "memcpy(" << pointer(op.getResult()) << ", " << name
-           << ", sizeof(" << name << "));\n";
+  line() << "loomrt_upload(rt, " << pointer(op.getResult()) << ", " << name
+         << ", sizeof(" << name << "));\n";
   return success();
 }
 
-LogicalResult CpuEmitter::emitSlice(SliceOp op) {
-  ArrayRef<int64_t> inShape = tensorType(op.getInput()).getShape();
-  ArrayRef<int64_t> outShape = tensorType(op.getResult()).getShape();
-  SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
-  int rank = int(outShape.size());
-  const char *type = storageType(tensorType(op.getResult()).getElementType());
-  line() << "{ // loom.slice at " << formatSourceLoc(op.getLoc()) << "\n";
-  ++indent;
-  line() << "const " << type << " *in = " << typed(op.getInput(), true)
-         << ";\n";
-  line() << type << " *out = " << typed(op.getResult(), false) << ";\n";
-  line() << "int64_t o = 0;\n";
-  std::string index = "0";
-  for (int d = 0; d < rank; ++d) {
-    line().indent(2 * d) << "for (int64_t i" << d << " = "
-                         << op.getStart()[d] << "; i" << d << " < "
-                         << op.getStart()[d] + outShape[d] << "; ++i" << d
-                         << ")\n";
-    index += " + i" + std::to_string(d) + " * " + std::to_string(inStrides[d]);
-  }
-  line().indent(2 * rank) << "out[o++] = in[" << index << "];\n";
-  --indent;
-  line() << "}\n";
+LogicalResult ProgramEmitter::emitSlice(SliceOp op) {
+  std::string inShape = int64Table(tensorType(op.getInput()).getShape());
+  std::string start = int64Table(op.getStart());
+  std::string outShape = int64Table(tensorType(op.getResult()).getShape());
+  line() << "loomrt_slice(" << dtypeEnum(tensorType(op.getInput()).getElementType())
+         << ", " << pointer(op.getInput()) << ", " << pointer(op.getResult())
+         << ", " << tensorType(op.getInput()).getRank() << ", " << inShape
+         << ", " << start << ", " << outShape << "); // loom.slice at "
+         << formatSourceLoc(op.getLoc()) << "\n";
   return success();
 }
 
-LogicalResult CpuEmitter::emitCollective(Operation *op) {
+LogicalResult ProgramEmitter::emitCollective(Operation *op) {
   if (failed(checkPlanned(op)))
     return failure();
   auto dtype = [](Value v) { return dtypeEnum(tensorType(v).getElementType()); };
@@ -719,7 +769,7 @@ LogicalResult CpuEmitter::emitCollective(Operation *op) {
   return fail(op, "unknown collective");
 }
 
-LogicalResult CpuEmitter::emitRepeat(RepeatOp repeat) {
+LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
   if (failed(checkPlanned(repeat)))
     return failure();
   std::string var = "layer" + std::to_string(loopVariables.size());
@@ -727,8 +777,8 @@ LogicalResult CpuEmitter::emitRepeat(RepeatOp repeat) {
   line() << "// loom.repeat at " << formatSourceLoc(repeat.getLoc()) << "\n";
   for (auto [carried, result] :
        llvm::zip(repeat.getCarried(), repeat.getCarriedResults()))
-    line() << "memmove(" << pointer(result) << ", " << pointer(carried) << ", "
-           << bytesOf(result.getType()) << ");\n";
+    line() << "loomrt_copy(rt, " << pointer(result) << ", " << pointer(carried)
+           << ", " << bytesOf(result.getType()) << ");\n";
   line() << "for (int64_t " << var << " = 0; " << var << " < "
          << repeat.getCount() << "; ++" << var << ") {\n";
   ++indent;
@@ -744,7 +794,7 @@ LogicalResult CpuEmitter::emitRepeat(RepeatOp repeat) {
       to = "(" + to + " + " + var + " * " +
            std::to_string(bytesOf(value.getType())) + ")";
     if (from != to)
-      line() << "memmove(" << to << ", " << from << ", "
+      line() << "loomrt_copy(rt, " << to << ", " << from << ", "
              << bytesOf(value.getType()) << ");\n";
   }
   --indent;
@@ -752,7 +802,7 @@ LogicalResult CpuEmitter::emitRepeat(RepeatOp repeat) {
   return success();
 }
 
-LogicalResult CpuEmitter::emitOp(Operation *op) {
+LogicalResult ProgramEmitter::emitOp(Operation *op) {
   auto dtype = [](Value v) { return dtypeEnum(tensorType(v).getElementType()); };
   auto shape = [](Value v) { return tensorType(v).getShape(); };
   auto where = [&]() { return formatSourceLoc(op->getLoc()); };
@@ -942,7 +992,7 @@ LogicalResult CpuEmitter::emitOp(Operation *op) {
                       op->getName().getStringRef() + " yet");
 }
 
-LogicalResult CpuEmitter::emitBlock(Block &block) {
+LogicalResult ProgramEmitter::emitBlock(Block &block) {
   for (Operation &op : block)
     if (failed(emitOp(&op)))
       return failure();
@@ -955,7 +1005,7 @@ LogicalResult CpuEmitter::emitBlock(Block &block) {
 
 /// Synthetic integer inputs must be valid ids: the smallest table or
 /// vocabulary they index (16 when they index none).
-int64_t CpuEmitter::intBound(BlockArgument input) {
+int64_t ProgramEmitter::intBound(BlockArgument input) {
   int64_t bound = std::numeric_limits<int64_t>::max();
   SmallVector<Value> work{input};
   while (!work.empty()) {
@@ -987,7 +1037,7 @@ int64_t CpuEmitter::intBound(BlockArgument input) {
   return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;
 }
 
-void CpuEmitter::emitTables(raw_ostream &os) {
+void ProgramEmitter::emitTables(raw_ostream &os) {
   auto describe = [&](raw_ostream &out, StringRef name, Type localType,
                       ShardingAttr sharding, int64_t offset, InitAttr init,
                       int64_t bound) {
@@ -1113,7 +1163,7 @@ void CpuEmitter::emitTables(raw_ostream &os) {
      << ", step};\n\n";
 }
 
-LogicalResult CpuEmitter::emit(raw_ostream &os) {
+LogicalResult ProgramEmitter::emit(raw_ostream &os) {
   if (!model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName))
     return fail(model, "the model has no memory plan (run loom-plan-memory)");
   for (BlockArgument argument : model.getArguments())
@@ -1130,25 +1180,30 @@ LogicalResult CpuEmitter::emit(raw_ostream &os) {
     for (auto [i, name, size] :
          llvm::enumerate(mesh.getAxisNames(), mesh.getAxisSizes()))
       os << (i ? ", " : "") << cast<StringAttr>(name).getValue() << "=" << size;
-  os << "]. Build: loomc " << source << " -o model; run: mpirun -np "
+  os << "]. Build: loomc " << source
+     << (target == Target::Cuda ? " --target=cuda" : "")
+     << " -o model; run: mpirun -np "
      << (mesh ? mesh.getNumDevices() : 1) << " ./model\n\n"
-     << "#include \"loomrt.h\"\n\n"
-     << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n"
+     << "#include \"loomrt.h\"\n\n";
+  bool cuda = target == Target::Cuda;
+  if (cuda)
+    os << "#include <cuda_runtime.h>\n";
+  os << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n"
      << "// Every op rounds its result once to its type (docs/language.md "
-        "11.2).\n"
-     << "static inline float loom_round_bf16(float x) {\n"
+        "11.2).\n";
+  const char *fn = cuda ? "static __device__ __forceinline__" : "static inline";
+  os << fn << " float loom_round_bf16(float x) {\n"
      << "  return loomrt_bf16_to_f32(loomrt_f32_to_bf16(x));\n}\n"
-     << "static inline float loom_round_f16(float x) {\n"
+     << fn << " float loom_round_f16(float x) {\n"
      << "  return loomrt_f16_to_f32(loomrt_f32_to_f16(x));\n}\n"
-     << "static inline int64_t loom_wrap32(int64_t x) {\n"
+     << fn << " int64_t loom_wrap32(int64_t x) {\n"
      << "  return (int32_t)(uint32_t)(uint64_t)x;\n}\n"
-     << "static inline float loom_gelu(float x) {\n"
+     << fn << " float loom_gelu(float x) {\n"
      << "  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
      // 0.5 (1 + tanh(u)) = sigmoid(2u): one expf instead of tanhf.
-     << "static inline float loom_gelu_tanh(float x) {\n"
+     << fn << " float loom_gelu_tanh(float x) {\n"
      << "  float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);\n"
-     << "  return x / (1.0f + expf(-2.0f * u));\n}\n"
-     << "static const float kOne = 1.0f;\n\n";
+     << "  return x / (1.0f + expf(-2.0f * u));\n}\n\n";
   os << globals << "\n";
   emitTables(os);
   os << "static void step(loomrt_ctx *rt, char *arena) {\n"
@@ -1161,8 +1216,8 @@ LogicalResult CpuEmitter::emit(raw_ostream &os) {
 
 } // namespace
 
-LogicalResult loom::emitCpuProgram(ModuleOp module, StringRef source,
-                                   raw_ostream &os) {
+LogicalResult loom::emitProgram(ModuleOp module, StringRef source,
+                                Target target, raw_ostream &os) {
   SmallVector<func::FuncOp> models;
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(LoomDialect::kModelAttrName))
@@ -1176,7 +1231,7 @@ LogicalResult loom::emitCpuProgram(ModuleOp module, StringRef source,
     return module.emitError() << "an executable runs on one mesh; the file "
                                  "declares "
                               << meshes.size();
-  CpuEmitter emitter(module, models[0], meshes.empty() ? MeshOp() : meshes[0],
-                     source);
+  ProgramEmitter emitter(module, models[0],
+                         meshes.empty() ? MeshOp() : meshes[0], source, target);
   return emitter.emit(os);
 }
