@@ -37,7 +37,9 @@ config.substitutions.append(("%runtime_tools", os.path.join(config.loom_src_root
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
 
-if shutil.which("nvcc"):
+nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+if nvcc and shutil.which("g++-12"):
     config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))
 if os.environ.get("LOOM_LONG") == "1":
     config.available_features.add("long")

@@ -10,6 +10,9 @@
 #include "runtime/Safetensors.h"
 #include "runtime/cpu/CpuRuntime.h"
 
+// Only MPI's C API: Open MPI's C++ bindings need a library of their own.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>
@@ -205,6 +208,14 @@ void barrier(loomrt_ctx *rt, const char *what) {
 
 std::string describe(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
                      const char *site) {
+  // The collectives here move host memory over MPI; a device backend's
+  // arena needs NCCL or the loopback mode, which are not built yet.
+  if (strcmp(deviceOps().name, "host") != 0)
+    abortJob(rt,
+             format("%s over %s (%s): the %s backend runs one rank and has no "
+                    "collectives yet; compile for a mesh of one device",
+                    op, axesText(rt, axes, numAxes).c_str(), site, deviceOps().name),
+             8);
   // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
   // rank back before its first collective.
   if (rt->sequence == 0)
@@ -525,7 +536,7 @@ struct Options {
 const char *kUsage =
     "usage: mpirun -np N %s [options]\n"
     "\n"
-    "Runs model %s (compiled by loomc from %s) on a mesh of %lld ranks.\n"
+    "Runs model %s (compiled by loomc from %s) on a mesh of %lld rank(s).\n"
     "\n"
     "options:\n"
     "  --seed N                 seed of the initial values and synthetic inputs (default 0)\n"

@@ -43,7 +43,7 @@
 using namespace mlir;
 
 namespace {
-enum class Emit { AST, Loom, Params, Sharded, Spmd, Cpu };
+enum class Emit { AST, Loom, Params, Sharded, Spmd, Cpu, Cuda };
 enum class Report { None, Text, Json };
 } // namespace
 
@@ -71,6 +71,9 @@ static llvm::cl::opt<Emit> emitKind(
         clEnumValN(Emit::Cpu, "cpu",
                    "the per-rank program as C++ over libloomrt (what -o "
                    "builds)"),
+        clEnumValN(Emit::Cuda, "cuda",
+                   "the per-rank program as CUDA C++ over libloomrt (what "
+                   "--target=cuda -o builds)"),
         clEnumValN(Emit::Spmd, "spmd",
                    "the per-device program with its collectives")),
     llvm::cl::cat(loomCategory));
@@ -107,6 +110,22 @@ static llvm::cl::opt<std::string>
 namespace {
 enum class DType { Declared, F32 };
 } // namespace
+static llvm::cl::opt<loom::Target> target(
+    "target", llvm::cl::desc("The backend -o builds for (default: cpu)"),
+    llvm::cl::init(loom::Target::Cpu),
+    llvm::cl::values(
+        clEnumValN(loom::Target::Cpu, "cpu",
+                   "C++ over libloomrt, OpenBLAS and Open MPI"),
+        clEnumValN(loom::Target::Cuda, "cuda",
+                   "CUDA C++ over libloomrt's CUDA backend and cuBLASLt, "
+                   "built with nvcc")),
+    llvm::cl::cat(loomCategory));
+static llvm::cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    llvm::cl::desc("GPU architecture of --target=cuda -o (default: " LOOM_CUDA_ARCH
+                   ")"),
+    llvm::cl::init(LOOM_CUDA_ARCH), llvm::cl::value_desc("sm_XX"),
+    llvm::cl::cat(loomCategory));
 static llvm::cl::opt<DType> dtypeOverride(
     "dtype", llvm::cl::desc("Widen the model's floating types"),
     llvm::cl::init(DType::Declared),
@@ -162,10 +181,18 @@ static constexpr unsigned kMaxErrors = 50;
 /// Generates the C++ program, then compiles and links it with libloomrt by
 /// running the compiler directly (argument vectors, no shell).
 static int buildProgram(ModuleOp module) {
+  bool cuda = target == loom::Target::Cuda;
+  if (cuda && !LOOM_HAVE_CUDA) {
+    llvm::errs() << "loomc: error: --target=cuda needs the CUDA backend of "
+                    "libloomrt, which was not built (no nvcc or g++-12 when "
+                    "Loom was configured); --emit=cuda still prints the code\n";
+    return 1;
+  }
   SmallString<128> source;
   int fd = -1;
   if (std::error_code error = llvm::sys::fs::createTemporaryFile(
-          "loom-" + llvm::sys::path::stem(inputFile), "cpp", fd, source)) {
+          "loom-" + llvm::sys::path::stem(inputFile), cuda ? "cu" : "cpp", fd,
+          source)) {
     llvm::errs() << "loomc: error: cannot create a temporary file: "
                  << error.message() << "\n";
     return 1;
@@ -173,21 +200,31 @@ static int buildProgram(ModuleOp module) {
   llvm::FileRemover removeSource(source);
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    if (failed(loom::emitProgram(module, inputFile, loom::Target::Cpu, os)))
+    if (failed(loom::emitProgram(module, inputFile, target, os)))
       return 1;
   }
-  SmallVector<std::string> args = {
-      LOOM_GENERATED_CXX, "-std=c++17", "-O2", "-march=native",
-      // One rounding per op, the same in every build of a model, so 1-rank
-      // and N-rank programs compute each element alike.
-      "-ffp-contract=off", "-fno-math-errno", "-w",
-      // Vector exp/log/tanh from glibc's libmvec for the fused loops.
-      "-fveclib=libmvec",
-      "-I", LOOM_RUNTIME_INCLUDE_DIR, "-x", "c++", std::string(source), "-x",
-      "none"};
-  for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
-    args.push_back(library);
-  for (const char *extra : {"-lmvec", "-lm", "-lpthread", "-o"})
+  SmallVector<std::string> args;
+  if (cuda) {
+    args = {LOOM_NVCC, "-ccbin", LOOM_CUDA_HOST_CXX, "-std=c++17", "-O2",
+            "-arch=" + cudaArch,
+            // Helpers a program does not use are not worth a warning.
+            "-diag-suppress=177", "-I", LOOM_RUNTIME_INCLUDE_DIR,
+            std::string(source)};
+    for (const char *library : {LOOM_CUDA_LINK_LIBRARIES})
+      args.push_back(library);
+  } else {
+    args = {LOOM_GENERATED_CXX, "-std=c++17", "-O2", "-march=native",
+            // One rounding per op, the same in every build of a model, so
+            // 1-rank and N-rank programs compute each element alike.
+            "-ffp-contract=off", "-fno-math-errno", "-w",
+            // Vector exp/log/tanh from glibc's libmvec for the fused loops.
+            "-fveclib=libmvec", "-I", LOOM_RUNTIME_INCLUDE_DIR, "-x", "c++",
+            std::string(source), "-x", "none"};
+    for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
+      args.push_back(library);
+    args.push_back("-lmvec");
+  }
+  for (const char *extra : {"-lm", "-lpthread", "-o"})
     args.push_back(extra);
   args.push_back(outputFile);
   SmallVector<StringRef> argv(args.begin(), args.end());
@@ -199,8 +236,8 @@ static int buildProgram(ModuleOp module) {
     llvm::errs() << "loomc: error: building " << outputFile << " with "
                  << argv[0] << " failed"
                  << (errorMessage.empty() ? "" : ": " + errorMessage)
-                 << " (exit " << status
-                 << "); the generated C++ is what --emit=cpu prints\n";
+                 << " (exit " << status << "); the generated code is what --emit="
+                 << (cuda ? "cuda" : "cpu") << " prints\n";
     return 1;
   }
   return 0;
@@ -284,12 +321,13 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (dtypeOverride == DType::F32)
     pm.addPass(loom::createLoomWidenFloats());
   bool hasMesh = !module->getOps<loom::MeshOp>().empty();
-  if ((buildExecutable || emitKind == Emit::Cpu) && !hasMesh) {
+  bool generate = buildExecutable || emitKind == Emit::Cpu || emitKind == Emit::Cuda;
+  if (generate && !hasMesh) {
     // Without a mesh the program runs on one rank as written.
     loom::buildFrontendCleanupPipeline(pm);
     pm.addNestedPass<func::FuncOp>(loom::createLoomFuseElementwise());
     pm.addPass(loom::createLoomPlanMemory());
-  } else if (buildExecutable || emitKind == Emit::Cpu)
+  } else if (generate)
     loom::buildPlanPipeline(pm);
   else if (analyse || emitKind == Emit::Spmd)
     loom::buildSpmdPipeline(pm);
@@ -336,8 +374,10 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return 0;
   }
   bool printIR = !analyse || emitKind.getNumOccurrences();
-  if (emitKind == Emit::Cpu) {
-    if (failed(loom::emitProgram(*module, inputFile, loom::Target::Cpu, os)))
+  if (emitKind == Emit::Cpu || emitKind == Emit::Cuda) {
+    if (failed(loom::emitProgram(
+            *module, inputFile,
+            emitKind == Emit::Cuda ? loom::Target::Cuda : loom::Target::Cpu, os)))
       return 1;
   } else if (emitKind == Emit::Params) {
     loom::printParams(*module, os);
