@@ -51,6 +51,23 @@ double initialValue(int kind, double a, double b, int64_t intBound,
   return a + b * std::sqrt(-2.0 * std::log(u0)) * std::cos(2.0 * M_PI * u1);
 }
 
+/// `value` rounded to f32 "to odd" (truncated, with the last bit set when
+/// inexact). Rounding that to bf16 or f16, which keep fewer bits, gives the
+/// correctly rounded result of `value`; rounding to f32 to nearest first
+/// would round twice.
+static float roundToOddF32(double value) {
+  float f = float(value);
+  if (std::isfinite(f) && double(f) != value) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    if (std::fabs(double(f)) > std::fabs(value))
+      --bits; // rounded away from zero: step back toward it
+    bits |= 1;
+    memcpy(&f, &bits, 4);
+  }
+  return f;
+}
+
 void storeRounded(int dtype, double value, void *out) {
   switch (dtype) {
   case LOOMRT_F32: {
@@ -59,34 +76,12 @@ void storeRounded(int dtype, double value, void *out) {
     return;
   }
   case LOOMRT_BF16: {
-    // Through f32 would round twice; round the f64 directly: bf16 keeps 8
-    // mantissa bits, all of which f32 holds exactly, so round-to-odd to f32
-    // first keeps the final rounding correct.
-    float f = float(value);
-    if (std::isfinite(f) && double(f) != value) {
-      uint32_t bits;
-      memcpy(&bits, &f, 4);
-      // Truncate toward zero, then set the sticky bit (round to odd).
-      if (std::fabs(double(f)) > std::fabs(value))
-        --bits;
-      bits |= 1;
-      memcpy(&f, &bits, 4);
-    }
-    uint16_t h = loomrt_f32_to_bf16(f);
+    uint16_t h = loomrt_f32_to_bf16(roundToOddF32(value));
     memcpy(out, &h, 2);
     return;
   }
   case LOOMRT_F16: {
-    float f = float(value);
-    if (std::isfinite(f) && double(f) != value) {
-      uint32_t bits;
-      memcpy(&bits, &f, 4);
-      if (std::fabs(double(f)) > std::fabs(value))
-        --bits;
-      bits |= 1;
-      memcpy(&f, &bits, 4);
-    }
-    uint16_t h = loomrt_f32_to_f16(f);
+    uint16_t h = loomrt_f32_to_f16(roundToOddF32(value));
     memcpy(out, &h, 2);
     return;
   }

@@ -438,14 +438,16 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     }
     params.push_back(std::string(storageType(tensorType(result).getElementType())) +
                      " *__restrict__ out");
+    // 32-bit index arithmetic when it fits: 64-bit division is slow on GPUs.
+    const char *index = count < (int64_t(1) << 31) ? "int32_t" : "int64_t";
     globalsOs << llvm::join(params, ", ") << ") {\n"
-              << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + "
-                 "threadIdx.x; i < "
-              << count << "; i += (int64_t)gridDim.x * blockDim.x) {\n";
+              << "  for (" << index << " i = blockIdx.x * (" << index
+              << ")blockDim.x + threadIdx.x; i < " << count << "; i += ("
+              << index << ")gridDim.x * blockDim.x) {\n";
     if (!flat) {
-      globalsOs << "    int64_t rest = i;\n";
+      globalsOs << "    " << index << " rest = i;\n";
       for (int d = rank - 1; d >= 0; --d)
-        globalsOs << "    int64_t i" << d << " = rest % " << shape[d]
+        globalsOs << "    " << index << " i" << d << " = rest % " << shape[d]
                   << "; rest /= " << shape[d] << ";\n";
       globalsOs << "    (void)rest;\n";
     }

@@ -5,6 +5,7 @@
 // inline and fused; these are the ops that need a loop nest of their own.
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
+#include "runtime/Elements.h"
 #include "runtime/cpu/CpuRuntime.h"
 
 #include <cblas.h>
@@ -17,58 +18,6 @@
 using namespace loomrt;
 
 namespace {
-
-inline float load(int dtype, const void *base, int64_t i) {
-  switch (dtype) {
-  case LOOMRT_F32:
-    return static_cast<const float *>(base)[i];
-  case LOOMRT_BF16:
-    return loomrt_bf16_to_f32(static_cast<const uint16_t *>(base)[i]);
-  case LOOMRT_F16:
-    return loomrt_f16_to_f32(static_cast<const uint16_t *>(base)[i]);
-  case LOOMRT_I32:
-    return float(static_cast<const int32_t *>(base)[i]);
-  default:
-    return float(static_cast<const int64_t *>(base)[i]);
-  }
-}
-
-inline void store(int dtype, void *base, int64_t i, float value) {
-  switch (dtype) {
-  case LOOMRT_F32:
-    static_cast<float *>(base)[i] = value;
-    return;
-  case LOOMRT_BF16:
-    static_cast<uint16_t *>(base)[i] = loomrt_f32_to_bf16(value);
-    return;
-  case LOOMRT_F16:
-    static_cast<uint16_t *>(base)[i] = loomrt_f32_to_f16(value);
-    return;
-  case LOOMRT_I32:
-    static_cast<int32_t *>(base)[i] = int32_t(value);
-    return;
-  default:
-    static_cast<int64_t *>(base)[i] = int64_t(value);
-  }
-}
-
-inline int64_t loadInt(int dtype, const void *base, int64_t i) {
-  return dtype == LOOMRT_I32 ? static_cast<const int32_t *>(base)[i]
-                             : static_cast<const int64_t *>(base)[i];
-}
-
-inline void storeInt(int dtype, void *base, int64_t i, int64_t value) {
-  if (dtype == LOOMRT_I32)
-    static_cast<int32_t *>(base)[i] = int32_t(uint32_t(uint64_t(value)));
-  else
-    static_cast<int64_t *>(base)[i] = value;
-}
-
-inline bool isInt(int dtype) { return dtype == LOOMRT_I32 || dtype == LOOMRT_I64; }
-
-size_t elementBytes(int dtype) {
-  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
-}
 
 int64_t product(const int64_t *sizes, int first, int last) {
   int64_t n = 1;
@@ -234,7 +183,7 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   static const float one = 1.0f; // the second operand of a one-operand einsum
   if (!b)
     b = &one;
-  if (isInt(c->out_dtype)) {
+  if (isInteger(c->out_dtype)) {
     contractIntegers(c, a, b, out);
     return;
   }
@@ -345,7 +294,7 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
   int firstReduced = rank;
   while (firstReduced > 0 && (mask & (1u << (firstReduced - 1))))
     --firstReduced;
-  if (!isInt(dtype) && firstReduced < rank &&
+  if (!isInteger(dtype) && firstReduced < rank &&
       (mask & ((1u << firstReduced) - 1)) == 0) {
     int64_t rows = product(shape, 0, firstReduced), n = product(shape, firstReduced, rank);
     for (int64_t r = 0; r < rows; ++r) {
@@ -361,22 +310,27 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
     }
     return;
   }
-  if (isInt(dtype)) {
+  // Steps the input index (row-major) and keeps `o`, the output index of
+  // the element, in step with it.
+  int64_t o = 0;
+  auto advance = [&] {
+    for (int d = rank - 1; d >= 0; --d) {
+      o += outStride[d];
+      if (++index[d] < shape[d])
+        return;
+      o -= outStride[d] * shape[d];
+      index[d] = 0;
+    }
+  };
+  if (isInteger(dtype)) {
     std::vector<int64_t> acc(size_t(outCount), reduction == LOOMRT_MAX
                                                    ? std::numeric_limits<int64_t>::min()
                                                    : 0);
-    int64_t o = 0;
     for (int64_t i = 0; i < total; ++i) {
       int64_t v = loadInt(dtype, in, i);
       acc[o] = reduction == LOOMRT_MAX ? std::max(acc[o], v)
                                        : int64_t(uint64_t(acc[o]) + uint64_t(v));
-      for (int d = rank - 1; d >= 0; --d) {
-        o += outStride[d];
-        if (++index[d] < shape[d])
-          break;
-        o -= outStride[d] * shape[d];
-        index[d] = 0;
-      }
+      advance();
     }
     for (int64_t j = 0; j < outCount; ++j)
       storeInt(dtype, out, j, acc[j]);
@@ -385,20 +339,13 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
   std::vector<float> acc(size_t(outCount),
                          reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity()
                                                  : 0.0f);
-  int64_t o = 0;
   for (int64_t i = 0; i < total; ++i) {
     float v = load(dtype, in, i);
     if (reduction == LOOMRT_MAX)
       acc[o] = (v > acc[o] || std::isnan(v)) ? v : acc[o];
     else
       acc[o] += v;
-    for (int d = rank - 1; d >= 0; --d) {
-      o += outStride[d];
-      if (++index[d] < shape[d])
-        break;
-      o -= outStride[d] * shape[d];
-      index[d] = 0;
-    }
+    advance();
   }
   for (int64_t j = 0; j < outCount; ++j)
     store(dtype, out, j, reduction == LOOMRT_MAX ? acc[j] : float(acc[j] * scale));

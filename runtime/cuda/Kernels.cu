@@ -12,6 +12,7 @@
 // next step (docs/running.md, "Limits").
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
+#include "runtime/Elements.h"
 #include "runtime/cpu/CpuRuntime.h"
 
 #include <cublasLt.h>
@@ -19,6 +20,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -81,55 +84,8 @@ void *scratch(int slot, size_t bytes) {
   return d.scratch[slot];
 }
 
-size_t elementBytes(int dtype) {
-  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
-}
-
 int blocksFor(int64_t count, int threads = 256) {
   return int(std::max<int64_t>(1, std::min<int64_t>((count + threads - 1) / threads, 65535)));
-}
-
-__device__ __forceinline__ size_t elementBytesDevice(int dtype) {
-  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
-}
-
-__device__ __forceinline__ float load(int dtype, const void *base, int64_t i) {
-  switch (dtype) {
-  case LOOMRT_F32:
-    return static_cast<const float *>(base)[i];
-  case LOOMRT_BF16:
-    return loomrt_bf16_to_f32(static_cast<const uint16_t *>(base)[i]);
-  case LOOMRT_F16:
-    return loomrt_f16_to_f32(static_cast<const uint16_t *>(base)[i]);
-  case LOOMRT_I32:
-    return float(static_cast<const int32_t *>(base)[i]);
-  default:
-    return float(static_cast<const int64_t *>(base)[i]);
-  }
-}
-
-__device__ __forceinline__ void store(int dtype, void *base, int64_t i, float value) {
-  switch (dtype) {
-  case LOOMRT_F32:
-    static_cast<float *>(base)[i] = value;
-    return;
-  case LOOMRT_BF16:
-    static_cast<uint16_t *>(base)[i] = loomrt_f32_to_bf16(value);
-    return;
-  case LOOMRT_F16:
-    static_cast<uint16_t *>(base)[i] = loomrt_f32_to_f16(value);
-    return;
-  case LOOMRT_I32:
-    static_cast<int32_t *>(base)[i] = int32_t(value);
-    return;
-  default:
-    static_cast<int64_t *>(base)[i] = int64_t(value);
-  }
-}
-
-__device__ __forceinline__ int64_t loadInt(int dtype, const void *base, int64_t i) {
-  return dtype == LOOMRT_I32 ? static_cast<const int32_t *>(base)[i]
-                             : static_cast<const int64_t *>(base)[i];
 }
 
 /// A strided view passed by value to kernels.
@@ -187,7 +143,7 @@ __global__ void packKernel(int dtype, const void *in, View view, View sum, int64
       acc += load(dtype, in, base + (sum.numDims ? offsetOf(sum, s) : 0));
     if (outDtype == dtype && sumCount == 1) {
       // A plain copy keeps bf16/f16 bits exactly.
-      if (elementBytesDevice(dtype) == 2)
+      if (elementBytes(dtype) == 2)
         static_cast<uint16_t *>(out)[i] = static_cast<const uint16_t *>(in)[base];
       else
         store(outDtype, out, i, acc);
@@ -235,59 +191,75 @@ int64_t product(const int64_t *sizes, int first, int last) {
   return n;
 }
 
+/// A cuBLASLt GEMM ready to run: its descriptors and the algorithm the
+/// heuristic chose, made once per shape and type (the query costs far more
+/// than the launch).
+struct GemmPlan {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+};
+
 /// Row-major C[batch][m][n] = A[batch][m][k] * B[batch][k][n], all dense, by
 /// cuBLASLt in column-major terms: C^T = B^T A^T.
 void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c, int64_t batch,
           int64_t m, int64_t n, int64_t k) {
   Device &d = device();
-  cublasLtMatmulDesc_t op;
-  check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul descriptor");
-  cublasLtMatrixLayout_t la, lb, lc;
-  check(cublasLtMatrixLayoutCreate(&la, cudaType(inDtype), uint64_t(n), uint64_t(k), int64_t(n)),
-        "layout of B");
-  check(cublasLtMatrixLayoutCreate(&lb, cudaType(inDtype), uint64_t(k), uint64_t(m), int64_t(k)),
-        "layout of A");
-  check(cublasLtMatrixLayoutCreate(&lc, cudaType(outDtype), uint64_t(n), uint64_t(m), int64_t(n)),
-        "layout of C");
-  if (batch > 1) {
-    int count = int(batch);
-    int64_t strides[3] = {n * k, k * m, n * m};
-    cublasLtMatrixLayout_t layouts[3] = {la, lb, lc};
-    for (int i = 0; i < 3; ++i) {
-      check(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                             &count, sizeof count),
-            "batch count");
-      check(cublasLtMatrixLayoutSetAttribute(layouts[i],
-                                             CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                             &strides[i], sizeof strides[i]),
-            "batch stride");
+  static std::map<std::array<int64_t, 6>, GemmPlan> plans;
+  std::array<int64_t, 6> key = {inDtype, outDtype, batch, m, n, k};
+  auto found = plans.find(key);
+  if (found == plans.end()) {
+    GemmPlan plan;
+    check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "matmul descriptor");
+    check(cublasLtMatrixLayoutCreate(&plan.la, cudaType(inDtype), uint64_t(n), uint64_t(k),
+                                     int64_t(n)),
+          "layout of B");
+    check(cublasLtMatrixLayoutCreate(&plan.lb, cudaType(inDtype), uint64_t(k), uint64_t(m),
+                                     int64_t(k)),
+          "layout of A");
+    check(cublasLtMatrixLayoutCreate(&plan.lc, cudaType(outDtype), uint64_t(n), uint64_t(m),
+                                     int64_t(n)),
+          "layout of C");
+    if (batch > 1) {
+      int count = int(batch);
+      int64_t strides[3] = {n * k, k * m, n * m};
+      cublasLtMatrixLayout_t layouts[3] = {plan.la, plan.lb, plan.lc};
+      for (int i = 0; i < 3; ++i) {
+        check(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                               &count, sizeof count),
+              "batch count");
+        check(cublasLtMatrixLayoutSetAttribute(layouts[i],
+                                               CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                               &strides[i], sizeof strides[i]),
+              "batch stride");
+      }
     }
+    cublasLtMatmulPreference_t preference;
+    check(cublasLtMatmulPreferenceCreate(&preference), "preference");
+    check(cublasLtMatmulPreferenceSetAttribute(preference,
+                                               CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &d.workspaceBytes, sizeof d.workspaceBytes),
+          "workspace size");
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int results = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.la, plan.lb, plan.lc, plan.lc,
+                                         preference, 1, &heuristic, &results),
+          "choosing an algorithm");
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (results == 0) {
+      fprintf(stderr, "loom: error: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM\n",
+              (long long)m, (long long)n, (long long)k);
+      exit(7);
+    }
+    plan.algo = heuristic.algo;
+    found = plans.emplace(key, plan).first;
   }
-  cublasLtMatmulPreference_t preference;
-  check(cublasLtMatmulPreferenceCreate(&preference), "preference");
-  check(cublasLtMatmulPreferenceSetAttribute(preference,
-                                             CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                             &d.workspaceBytes, sizeof d.workspaceBytes),
-        "workspace size");
-  cublasLtMatmulHeuristicResult_t heuristic;
-  int found = 0;
-  check(cublasLtMatmulAlgoGetHeuristic(d.lt, op, la, lb, lc, lc, preference, 1, &heuristic,
-                                       &found),
-        "choosing an algorithm");
-  if (found == 0) {
-    fprintf(stderr, "loom: error: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM\n",
-            (long long)m, (long long)n, (long long)k);
-    exit(7);
-  }
+  const GemmPlan &plan = found->second;
   float alpha = 1.0f, beta = 0.0f;
-  check(cublasLtMatmul(d.lt, op, &alpha, b, la, a, lb, &beta, c, lc, c, lc, &heuristic.algo,
-                       d.workspace, d.workspaceBytes, d.stream),
+  check(cublasLtMatmul(d.lt, plan.op, &alpha, b, plan.la, a, plan.lb, &beta, c, plan.lc, c,
+                       plan.lc, &plan.algo, d.workspace, d.workspaceBytes, d.stream),
         "GEMM");
-  cublasLtMatmulPreferenceDestroy(preference);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatmulDescDestroy(op);
 }
 
 } // namespace
@@ -457,7 +429,7 @@ __global__ void reduceKernel(int dtype, int reduction, const void *in, void *out
         kept[d] = rest % shape.size[d];
         rest /= shape.size[d];
       }
-    bool isInt = dtype == LOOMRT_I32 || dtype == LOOMRT_I64;
+    bool isInt = isInteger(dtype);
     float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
     int64_t iacc = reduction == LOOMRT_MAX ? INT64_MIN : 0;
     for (int64_t r = 0; r < reducedCount; ++r) {
@@ -695,7 +667,7 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
   int firstReduced = rank;
   while (firstReduced > 0 && (mask & (1u << (firstReduced - 1))))
     --firstReduced;
-  bool isInt = dtype == LOOMRT_I32 || dtype == LOOMRT_I64;
+  bool isInt = isInteger(dtype);
   int64_t outCount = 1, reducedCount = 1;
   for (int d = 0; d < rank; ++d)
     (mask & (1u << d) ? reducedCount : outCount) *= shape[d];
