@@ -84,6 +84,16 @@ void pack(int dtype, const void *base, const loomrt_view &view,
     widen(dtype, base, 0, product(view.size, 0, view.num_dims), out);
     return;
   }
+  int last = view.num_dims - 1;
+  if (sum.num_dims == 0 && last >= 0 && view.stride[last] == 1) {
+    // Contiguous rows: widen a row at a time.
+    int64_t row = view.size[last];
+    forEachOffset(view, 0, last, 0, [&](int64_t offset) {
+      widen(dtype, base, offset, row, out);
+      out += row;
+    });
+    return;
+  }
   int64_t o = 0;
   forEachOffset(view, 0, view.num_dims, 0, [&](int64_t offset) {
     float acc = 0.0f;
@@ -132,6 +142,13 @@ void contractIntegers(const loomrt_contraction *c, const void *a, const void *b,
           value = int32_t(uint32_t(acc));
         storeInt(c->out_dtype, out, oOff[(bi * m + mi) * n + ni], value);
       }
+}
+
+/// Grows a scratch buffer without ever shrinking it: a vector that shrinks
+/// and grows again would zero-fill the regrown part on every call.
+void grow(std::vector<float> &buffer, size_t size) {
+  if (buffer.size() < size)
+    buffer.resize(size);
 }
 
 } // namespace
@@ -229,19 +246,19 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   std::vector<float> &aPacked = scratch(rt, 0), &bPacked = scratch(rt, 1),
                      &cPacked = scratch(rt, 2);
   if (!aDirect) {
-    aPacked.resize(size_t(batch * m * k));
+    grow(aPacked, size_t(batch * m * k));
     pack(c->a_dtype, a, c->a, c->a_sum, nb, nm, aPacked.data());
     lda = k;
   }
   if (!bDirect) {
-    bPacked.resize(size_t(batch * k * n));
+    grow(bPacked, size_t(batch * k * n));
     pack(c->b_dtype, b, c->b, c->b_sum, nb, nk, bPacked.data());
     ldb = n;
   }
   bool outDirect = c->out_dtype == LOOMRT_F32 && isDense(c->out, 0, c->out.num_dims);
   float *cData = static_cast<float *>(out);
   if (!outDirect) {
-    cPacked.resize(size_t(batch * m * n));
+    grow(cPacked, size_t(batch * m * n));
     cData = cPacked.data();
   }
   // Offsets of each batch in the operands (batch dims may broadcast).
@@ -266,6 +283,21 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
     uint16_t *dst = static_cast<uint16_t *>(out);
     for (int64_t i = 0; i < batch * m * n; ++i)
       dst[i] = loomrt_f32_to_bf16(cData[i]);
+  } else if (!outDirect && c->out.num_dims > 0 &&
+             c->out.stride[c->out.num_dims - 1] == 1) {
+    // Contiguous rows of the result: store a row at a time.
+    int last = c->out.num_dims - 1;
+    int64_t row = c->out.size[last];
+    const float *src = cData;
+    forEachOffset(c->out, 0, last, 0, [&](int64_t o) {
+      if (c->out_dtype == LOOMRT_F32) {
+        memcpy(static_cast<float *>(out) + o, src, size_t(row) * 4);
+      } else {
+        for (int64_t j = 0; j < row; ++j)
+          store(c->out_dtype, out, o + j, src[j]);
+      }
+      src += row;
+    });
   } else if (!outDirect) {
     int64_t i = 0;
     forEachOffset(c->out, 0, c->out.num_dims, 0,

@@ -348,7 +348,11 @@ ShardingRule AttentionOp::getShardingRule() {
   DimFactors batch;
   for (int64_t i = 0; i < rank - 2; ++i)
     batch.push_back({rule.addFactor(q[i], FactorKind::PassThrough)});
-  int64_t sq = rule.addFactor(q[rank - 2], FactorKind::PassThrough);
+  // With a causal mask a query's row depends on its global position, which
+  // a device holding a piece of the queries does not know: keep them whole.
+  int64_t sq = rule.addFactor(q[rank - 2], getCausal()
+                                               ? FactorKind::NeedReplication
+                                               : FactorKind::PassThrough);
   int64_t e = rule.addFactor(q[rank - 1], FactorKind::NeedReplication);
   int64_t sk = rule.addFactor(k[rank - 2], FactorKind::NonLinearReduction,
                               {ReductionKind::Max, ReductionKind::Sum});

@@ -55,6 +55,10 @@ enum class Linearity {
 };
 
 Linearity linearityOf(Operation *op) {
+  // Integer division truncates: (a + b) / 3 is not a / 3 + b / 3.
+  if (isa<DivOp>(op) && isa<IntegerType>(
+                            getElementTypeOrSelf(op->getResult(0).getType())))
+    return Linearity::None;
   if (isa<AddOp, SubOp>(op))
     return Linearity::Sum;
   if (isa<MulOp, MatmulOp, EinsumOp, DivOp>(op))
@@ -625,7 +629,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     for (auto [index, size] :
          llvm::enumerate(slice.getInput().getType().getShape()))
       if (slice.getStart()[index] == 0 &&
-          limit[index] == globalTypes[slice.getResult()].getShape()[index])
+          limit[index] == globalTypes[slice.getInput()].getShape()[index])
         limit[index] = size;
     slice.setLimit(limit);
   } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {

@@ -284,6 +284,20 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
       return type.getNumElements() *
              std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
     };
+    // A result annotation asking for an axis that the operand uses for
+    // another factor of the op is met after the op, by resharding the result
+    // (a reduce_scatter of a row-parallel product): moving the operand would
+    // only move the clash to that other factor, and back again.
+    auto claimedElsewhere = [&](const Member &operand,
+                                ArrayRef<StringAttr> axes) {
+      return llvm::any_of(axes, [&](StringAttr axis) {
+        return usedElsewhere(states[operand.value], operand.dim, axis);
+      });
+    };
+    if ((a.operandIndex && !b.operandIndex &&
+         claimedElsewhere(a, candidate.axes)) ||
+        (b.operandIndex && !a.operandIndex && claimedElsewhere(b, target.axes)))
+      continue;
     bool moveA = a.operandIndex &&
                  (!b.operandIndex || (target.priority == candidate.priority &&
                                       bytes(a.value) < bytes(b.value)));

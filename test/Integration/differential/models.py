@@ -1,37 +1,52 @@
 """Small Loom models for the differential tests (run.py).
 
-Every model is a hand-written template that is rendered once per mesh: the
-same global program, with the sharding annotations that the mesh can carry.
-run.py compiles each rendering with --dtype=f32 for its N-rank mesh and for
-the all-ones mesh, runs both with one seed, and checks every output tensor of
-the N-rank run against the 1-rank run, and the 1-rank run against the
+Every model is a hand-written template rendered once per mesh: one global
+program, with the sharding annotations that the mesh can carry. run.py
+compiles each rendering with --dtype=f32 for its N-rank mesh and a 1-rank
+build (--mesh AXIS=1,...), runs both with one seed, and checks every output
+of the N-rank run against the 1-rank run and the 1-rank run against the
 reference interpreter (loomc --interpret).
 
 What the models cover, together:
 
 - every built-in op: + - * / with NumPy broadcasting and weak numbers; @
-  (plain, batched, batch broadcast, integer); einsum (two operands, a
-  one-operand reduction, a letter in all three places, a diagonal, a pure
-  permutation); relu, gelu (exact and tanh), silu, tanh, sigmoid, exp, log,
-  sqrt, rsqrt, neg and unary minus (log/sqrt/rsqrt on positive values);
-  softmax over every dimension, split or not; layernorm and rmsnorm over one
-  and two trailing dimensions, split or not; sum, mean and max over all,
-  one or several dimensions, with and without keepdim, and dim = [];
-  reshape (splitting and merging split dimensions), transpose (default and
-  perm), concat and split along split and unsplit dimensions, slice, cast
-  (f32 <-> bf16, float <-> int, i32 <-> i64); embedding with the vocabulary
-  split over tp and not, i32 and i64 ids, ids out of range; attention causal
-  and not, with heads, batch, queries or keys split; cross_entropy with the
-  vocabulary split and not, tokens split over dp;
-- shardings: batch (dp), tensor (tp), 2-D (dp and tp), both axes on one
-  dimension in both orders (B:(dp, tp) against B:(tp, dp)), open dimensions
-  and priorities in block signatures, shard() mid-program (sequence
-  parallelism: [B:dp, S:tp, D] and back), conflicting annotations that force
-  reshards, row-parallel products and reductions over split dimensions whose
-  partial sums flow through linear and non-linear ops;
-- parameters with every initialiser (normal, uniform, zeros, ones; f32, bf16
-  and i32), stacked parameters of nested and multi-value repeats, integer
-  inputs, several and scalar outputs.
+  (plain, batched, batch broadcast, integer and row-parallel); einsum (two
+  operands, a one-operand reduction, a letter in all three subscripts, a
+  diagonal, a pure permutation); relu, gelu (exact and tanh), silu, tanh,
+  sigmoid, exp, log, sqrt, rsqrt, neg and unary minus (log, sqrt and rsqrt
+  of positive values); softmax over every dimension, split or not;
+  layernorm and rmsnorm over one and two trailing dimensions, split or not;
+  sum, mean and max over everything, one or several dimensions, with and
+  without keepdim, and dim = []; reshape (splitting and merging split
+  dimensions, pieces that do not align), transpose (default and perm),
+  concat and split along split and unsplit dimensions, slice, cast (f32 <->
+  bf16, which --dtype=f32 makes f32 <-> f32; float <-> int; i32 <-> i64);
+  embedding with the vocabulary split over tp and not, the dimension split,
+  i32 and i64 ids, ids out of range; attention causal and not, with heads,
+  batch, queries or keys and values split; cross_entropy with the
+  vocabulary split and not, tokens split over dp, targets split unlike
+  their logits;
+- shardings: 1-D meshes ([dp: 2], [tp: 2], [tp: 4]) and [dp: 2, tp: 2]
+  (LONG_MESHES adds [dp: 2, tp: 4] and [dp: 8]); both axes on one
+  dimension in both orders (B:(dp, tp) against B:(tp, dp)); open
+  dimensions and priorities on inputs, outputs and block signatures;
+  shard() mid-program and inside a repeat (sequence parallelism: [B:dp,
+  S:tp, D] and back to [B:dp, S, D:_]); conflicting annotations that force
+  reshards; partial values (row-parallel products, reductions over split
+  dimensions, over one axis and over both) through linear ops and into
+  ops that need the sum first (non-linear functions, softmax, norms, max,
+  concat, split, slice, cast, cross_entropy, attention); a program with a
+  mesh and no annotation, and one without a mesh;
+- parameters with every initialiser (normal, uniform, zeros, ones; f32,
+  bf16 and i32), stacked parameters of nested and multi-value repeats,
+  integer inputs, several and scalar outputs, a tiny GPT.
+
+A model with `known_bug` reproduces an open compiler bug and runs only with
+run.py --all (there are none now). The five regression models at the end
+caught bugs that are fixed: a slice from 0 in loom-partition, two ways
+propagation did not converge when a result wanted an axis its operands used
+for another factor, integer division of a partial sum, and causal attention
+with split queries; their `fixed_bug` says which.
 
 Template syntax: `mesh m = [%MESH%]` becomes the mesh, and an annotation
 `<axes>` after a dimension becomes `:axes` restricted to the axes the mesh
@@ -48,7 +63,7 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # (tag, ((axis, size), ...))
 MESHES = [
@@ -107,7 +122,8 @@ def render(template, mesh):
 MODELS = []
 
 
-def model(name, needs=(), known_bug=""):
+def model(name, needs=(), known_bug="", fixed_bug=""):
+    del fixed_bug  # documentation only: what the model caught, now fixed
     def add(template):
         MODELS.append(Model(name, template, tuple(needs), known_bug))
     return add
@@ -348,9 +364,9 @@ model Integers(i: i32[B<dp>, D<tp>], j: i32[B<dp>, D], k: i32[D<tp>, D])
 }
 """)
 
-# --- known compiler bugs (run.py --all runs them) -------------------------
+# --- regressions: compiler bugs this suite found, fixed since --------------
 
-model("bug-slice-from-start", known_bug="loom-partition gives a slice that starts at 0 "
+model("slice-from-start", fixed_bug="loom-partition gives a slice that starts at 0 "
       "the input's whole extent (compares the limit with the result's size)")("""
 mesh m = [%MESH%]
 const B = 8, D = 8
@@ -359,7 +375,7 @@ model SliceFromStart(x: f32[B<dp>, D<tp>], y: f32[B<dp>, D]) -> (a: f32[B<dp>, 4
 }
 """)
 
-model("bug-contraction-and-result-split", known_bug="sharding propagation does not "
+model("contraction-and-result-split", fixed_bug="sharding propagation does not "
       "converge when one axis splits a product's contraction and its columns")("""
 mesh m = [%MESH%]
 const B = 8, D = 8
@@ -369,12 +385,32 @@ model ContractionAndResult(i: i32[B<dp>, D<tp>], k: i32[D, D<tp>], x: f32[B<dp>,
 }
 """)
 
-model("bug-no-mesh", known_bug="a program without a mesh does not compile to an "
-      "executable: sharding propagation needs exactly one loom.mesh")("""
-const B = 4, D = 8
-model NoMesh(x: f32[B, D]) -> (y: f32[B, D]) {
-  param w: f32[D, D] = normal(0.5)
-  return relu(x @ w)
+model("row-parallel-plus-column-split", fixed_bug="sharding propagation does not "
+      "converge: a row-parallel product plus a value split by columns over the same axis")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16
+model RowParallelPlusColumnSplit(g: f32[B, F<tp>], y: f32[B, D<tp>]) -> (a: f32[B, D]) {
+  param w: f32[F<tp>, D] = normal(0.3)
+  return g @ w + y
+}
+""")
+
+model("integer-partial-division", fixed_bug="loom-partition divides an integer "
+      "partial sum before the all_reduce (integer division is not linear)")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+model IntegerPartialDivision(i: i32[B<dp>, D<tp>], k: i32[D<tp>, D]) -> (a: i32[B<dp>, D], b: i32[B<dp>]) {
+  return (i @ k) / 3, sum(i, dim = 1) / 3
+}
+""")
+
+model("attention-causal-query-split", fixed_bug="causal attention with the "
+      "queries split along the sequence masks with each device's local query positions")("""
+mesh m = [%MESH%]
+const B = 8, H = 2, S = 8, E = 4
+model AttentionCausalQuerySplit(q: f32[B<dp>, H, S<tp>, E], k: f32[B<dp>, H, S, E], v: f32[B<dp>, H, S, E])
+    -> (a: f32[B<dp>, H, S, E]) {
+  return attention(q, k, v, causal = true)
 }
 """)
 
@@ -435,12 +471,13 @@ model AttentionInputs(q: f32[B<dp>, H<tp>, S, E], k: f32[B<dp>, H<tp>, T, E], v:
 model("attention-sequence-split")("""
 mesh m = [%MESH%]
 const B = 8, H = 2, S = 8, E = 4
-// queries split along the sequence (causal masks use global positions),
-// keys and values split along theirs
+// queries split along the sequence (not causal: the causal case is
+// attention-causal-query-split); keys and values split along theirs,
+// causal and not
 model AttentionSeq(q: f32[B<dp>, H, S, E], k: f32[B<dp>, H, S, E], v: f32[B<dp>, H, S, E])
     -> (a: f32[B<dp>, H, S<tp>, E], b: f32[B<dp>, H, S, E]) {
   qs = shard(q, [B<dp>, H, S<tp>, E])
-  a = attention(qs, k, v, causal = true)
+  a = attention(qs, k, v, scale = 0.25)
   ks = shard(k, [B<dp>, H, S<tp>, E])
   vs = shard(v, [B<dp>, H, S<tp>, E])
   b = attention(q, ks, vs, causal = true) + attention(q, ks, vs)
@@ -573,6 +610,15 @@ model Replicated(x: f32[B, D], i: i32[B]) -> (y: f32[B, D], s: f32, j: i32[B]) {
 }
 """)
 
+model("no-mesh")("""
+const B = 4, D = 8
+// a program without a mesh runs on one rank
+model NoMesh(x: f32[B, D]) -> (y: f32[B, D]) {
+  param w: f32[D, D] = normal(0.5)
+  return relu(x @ w)
+}
+""")
+
 # --- partial values -------------------------------------------------------
 
 model("partial-values")("""
@@ -632,6 +678,66 @@ model Partial2D(x: f32[B, F<dp,tp>], w: f32[F<dp,tp>, D], v: f32[F<tp,dp>, D])
   return p, p + q, relu(p) - q, sum(p * q)
 }
 """)
+
+model("partial-nonlinear")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, F = 16, V = 8, H = 2, E = 4
+// row-parallel products (partial over tp) as inputs of reductions and of
+// ops that need whole values: cross_entropy, attention, rmsnorm, max
+model PartialNonlinear(x: f32[B<dp>, S, F<tp>], t: i32[B<dp>, S], kv: f32[B<dp>, H, S, E])
+    -> (loss: f32, o: f32[B<dp>, H, S, E], r: f32[B<dp>, S, V], mx: f32, mk: f32[B<dp>, 1, V], sm: f32[B<dp>, S, V]) {
+  param w: f32[F<tp>, V] = normal(0.3)
+  param g: f32[V] = ones
+  param wq: f32[F<tp>, H, E] = normal(0.3)
+  p = x @ w
+  q = einsum("bsf,fhe->bhse", x, wq)
+  return cross_entropy(p, t), attention(q, kv, kv, causal = true), rmsnorm(p, g), max(p),
+         mean(p, dim = 1, keepdim = true), softmax(p, dim = 0)
+}
+""")
+
+model("reshape-2d-axes", needs=("dp", "tp"))("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8
+// a dimension split over (dp, tp) reshaped, reduced and normalised across
+model Reshape2D(x: f32[B<dp,tp>, S, D])
+    -> (a: f32[32, D], b: f32[2, 4, S, D], c: f32[B<dp,tp>, S, D], d: f32[S, D], e: f32[B<tp,dp>, S, D]) {
+  return reshape(x, [B * S, D]), reshape(x, [2, 4, S, D]), softmax(x, dim = 0), sum(x, dim = 0),
+         transpose(reshape(transpose(x, [1, 0, 2]), [S, B, D]), [1, 0, 2])
+}
+""")
+
+model("vocab-conflicts")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, V = 16, D = 8
+// tp on both the ids' sequence and the table's vocabulary; on both the
+// targets' sequence and the logits' vocabulary
+model VocabConflicts(ids: i32[B<dp>, S<tp>], targets: i32[B<dp>, S<tp>], x: f32[B<dp>, S, D])
+    -> (e: f32[B<dp>, S<tp>, D], loss: f32) {
+  param wte: f32[V<tp>, D] = normal(1.0)
+  param w: f32[D, V<tp>] = normal(0.5)
+  return embedding(ids, wte), cross_entropy(x @ w, targets)
+}
+""")
+
+model("repeat-sequence-parallel")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, D = 8, F = 16, L = 3
+// shard() constraints inside a repeat body: the carried value changes
+// layout within each iteration
+block Layer(x: f32[B<dp>, S<tp>, D]) -> f32[B<dp>, S<tp>, D] {
+  param g: f32[D] = normal(1.0, 0.1)
+  param w1: f32[D, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D] = normal(0.3)
+  h = shard(rmsnorm(x, g), [B<dp>, S, D<_>])
+  return x + shard(silu(h @ w1) @ w2, [B<dp>, S<tp>, D])
+}
+model RepeatSP(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
+  x = repeat L as layers { Layer(x) }
+  return x
+}
+""")
+
 
 # --- parameters and repeats -----------------------------------------------
 

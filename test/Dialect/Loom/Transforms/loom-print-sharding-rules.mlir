@@ -45,8 +45,11 @@ func.func @all(%x: tensor<8x16xf32>, %y: tensor<16xf32>, %s: tensor<f32>, %b3: t
   %16, %17 = loom.split %x dim = 0 sizes = [2, 6] : tensor<8x16xf32> -> tensor<2x16xf32>, tensor<6x16xf32>
   // expected-remark @below {{sharding rule ([a, b]) -> ([a, c]) {a=8, b=16 replicated, c=8 replicated}}
   %18 = loom.slice %x [0, 4] to [8, 12] : tensor<8x16xf32> -> tensor<8x8xf32>
-  // expected-remark @below {{sharding rule ([a, b, c, d], [a, b, e, d], [a, b, e, f]) -> ([a, b, c, f]) {a=2, b=4, c=8, d=16 replicated, e=6 nonlinear(max, sum), f=32}}
+  // A causal mask needs each query's global position: queries stay whole.
+  // expected-remark @below {{sharding rule ([a, b, c, d], [a, b, e, d], [a, b, e, f]) -> ([a, b, c, f]) {a=2, b=4, c=8 replicated, d=16 replicated, e=6 nonlinear(max, sum), f=32}}
   %19 = loom.attention %q, %kv, %v causal scale = 0.25 : tensor<2x4x8x16xbf16>, tensor<2x4x6x16xbf16>, tensor<2x4x6x32xbf16> -> tensor<2x4x8x32xbf16>
+  // expected-remark @below {{sharding rule ([a, b, c, d], [a, b, e, d], [a, b, e, f]) -> ([a, b, c, f]) {a=2, b=4, c=8, d=16 replicated, e=6 nonlinear(max, sum), f=32}}
+  %21 = loom.attention %q, %kv, %v scale = 0.25 : tensor<2x4x8x16xbf16>, tensor<2x4x6x16xbf16>, tensor<2x4x6x32xbf16> -> tensor<2x4x8x32xbf16>
   // expected-remark @below {{sharding rule ([a, b, c], [a, b]) -> ([]) {a=2 linear, b=8 linear, c=50 nonlinear(max, sum)}}
   %20 = loom.cross_entropy %l, %t : tensor<2x8x50xf32>, tensor<2x8xi32> -> tensor<f32>
   return
