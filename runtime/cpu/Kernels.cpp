@@ -329,14 +329,16 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
   if (!isInteger(dtype) && firstReduced < rank &&
       (mask & ((1u << firstReduced) - 1)) == 0) {
     int64_t rows = product(shape, 0, firstReduced), n = product(shape, firstReduced, rank);
+    std::vector<float> row(static_cast<size_t>(n));
     for (int64_t r = 0; r < rows; ++r) {
+      widen(dtype, in, r * n, n, row.data());
       float acc = reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity() : 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        float x = load(dtype, in, r * n + j);
-        if (reduction == LOOMRT_MAX)
-          acc = (x > acc || std::isnan(x)) ? x : acc;
-        else
-          acc += x;
+      if (reduction == LOOMRT_MAX) {
+        for (int64_t j = 0; j < n; ++j)
+          acc = (row[j] > acc || std::isnan(row[j])) ? row[j] : acc;
+      } else {
+        for (int64_t j = 0; j < n; ++j)
+          acc += row[j];
       }
       store(dtype, out, r, reduction == LOOMRT_MAX ? acc : float(acc * scale));
     }
@@ -394,11 +396,11 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out, int64_t out
         row[j] = load(dtype, in, base + j * inner);
         maximum = std::max(maximum, row[j]);
       }
-      float total = 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t j = 0; j < n; ++j)
         row[j] = std::exp(row[j] - maximum);
+      float total = 0.0f;
+      for (int64_t j = 0; j < n; ++j)
         total += row[j];
-      }
       for (int64_t j = 0; j < n; ++j)
         store(dtype, out, base + j * inner, row[j] / total);
     }
@@ -453,11 +455,13 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k, const 
       float maximum = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < visible; ++j)
         maximum = std::max(maximum, row[j]);
-      float total = 0.0f;
-      for (int64_t j = 0; j < visible; ++j) {
+      // Two loops: the first vectorises (libmvec's expf), the sum cannot
+      // without reassociating it.
+      for (int64_t j = 0; j < visible; ++j)
         row[j] = std::exp(row[j] - maximum);
+      float total = 0.0f;
+      for (int64_t j = 0; j < visible; ++j)
         total += row[j];
-      }
       for (int64_t j = 0; j < visible; ++j)
         row[j] /= total;
       for (int64_t j = visible; j < t; ++j)
@@ -509,17 +513,21 @@ extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype, const v
 extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype,
                                      const void *logits, int64_t count, int64_t vocab,
                                      int targetsDtype, const void *targets, float *out) {
+  std::vector<float> row(static_cast<size_t>(vocab));
   float total = 0.0f;
   for (int64_t i = 0; i < count; ++i) {
     int64_t target = loadInt(targetsDtype, targets, i);
     if (target < 0 || target >= vocab)
       failTarget(rt, site, target, i, vocab);
+    widen(dtype, logits, i * vocab, vocab, row.data());
     float maximum = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < vocab; ++j)
-      maximum = std::max(maximum, load(dtype, logits, i * vocab + j));
+      maximum = std::max(maximum, row[j]);
+    for (int64_t j = 0; j < vocab; ++j)
+      row[j] = std::exp(row[j] - maximum);
     float sum = 0.0f;
     for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(load(dtype, logits, i * vocab + j) - maximum);
+      sum += row[j];
     total += maximum + std::log(sum) - load(dtype, logits, i * vocab + target);
   }
   *out = count ? total / float(count) : NAN;
