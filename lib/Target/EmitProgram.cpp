@@ -217,6 +217,8 @@ private:
   LogicalResult emitConstant(ConstantOp op);
   LogicalResult emitElementwise(Operation *op, ValueRange inputs,
                                 Block *fusedBody);
+  LogicalResult emitFusedReduction(Operation *op, ValueRange inputs,
+                                   Block *fusedBody, Operation *reduction);
   LogicalResult emitContraction(Operation *op, Value a, Value b, Value out,
                                 StringRef spec);
   LogicalResult emitRepeat(RepeatOp repeat);
@@ -309,15 +311,29 @@ std::string scalarLiteral(ConstantOp constant) {
          std::to_string((*value.value_begin<APInt>()).getSExtValue()) + "LL";
 }
 
+/// `value` (f32 or i64) converted to the storage of `element`.
+std::string storedValue(Type element, const std::string &value) {
+  if (element.isBF16())
+    return "loomrt_f32_to_bf16(" + value + ")";
+  if (element.isF16())
+    return "loomrt_f32_to_f16(" + value + ")";
+  if (element.isF32())
+    return value;
+  return "(" + std::string(storageType(element)) + ")(" + value + ")";
+}
+
 /// The statements that compute one element of an element-wise op or fusion
 /// group: load each input (widened to f32 or i64), evaluate every op with
 /// its rounding, store the result. `inIndex`/`outIndex` are C expressions of
 /// the element's offset in each input and in the output.
-void emitElementStatements(raw_ostream &os, int indent, Operation *op,
-                           ValueRange inputs, Block *fusedBody,
-                           ArrayRef<std::string> inNames,
-                           ArrayRef<std::string> inIndex,
-                           const std::string &outIndex, unsigned &nextId) {
+/// Returns the name of the element's value; stores it into `out` at
+/// `outIndex` unless `outIndex` is null. A reduction ending a fusion group is
+/// left to the caller: the value returned is its operand's.
+std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
+                                  ValueRange inputs, Block *fusedBody,
+                                  ArrayRef<std::string> inNames,
+                                  ArrayRef<std::string> inIndex,
+                                  const std::string *outIndex, unsigned &nextId) {
   auto line = [&]() -> raw_ostream & { return os.indent(2 * indent); };
   auto load = [&](unsigned i) {
     Type element = tensorType(inputs[i]).getElementType();
@@ -347,6 +363,8 @@ void emitElementStatements(raw_ostream &os, int indent, Operation *op,
         scalars[constant.getResult()] = scalarLiteral(constant);
         continue;
       }
+      if (isa<SumOp, MeanOp, MaxOp>(inner))
+        return scalars.lookup(inner.getOperand(0));
       SmallVector<std::string> args;
       for (Value operand : inner.getOperands())
         args.push_back(scalars.lookup(operand));
@@ -359,14 +377,162 @@ void emitElementStatements(raw_ostream &os, int indent, Operation *op,
       args.push_back(load(i));
     declare(result, scalarExpression(op, args));
   }
-  Type element = tensorType(result).getElementType();
   std::string value = scalars[yielded];
-  std::string stored = element.isBF16()  ? "loomrt_f32_to_bf16(" + value + ")"
-                       : element.isF16() ? "loomrt_f32_to_f16(" + value + ")"
-                       : element.isF32() ? value
-                                         : "(" + std::string(storageType(element)) +
-                                               ")(" + value + ")";
-  line() << "out[" << outIndex << "] = " << stored << ";\n";
+  if (outIndex)
+    line() << "out[" << *outIndex << "] = "
+           << storedValue(tensorType(result).getElementType(), value) << ";\n";
+  return value;
+}
+
+LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
+                                                 ValueRange inputs,
+                                                 Block *fusedBody,
+                                                 Operation *reduction) {
+  Value result = op->getResult(0);
+  ArrayRef<int64_t> space = tensorType(reduction->getOperand(0)).getShape();
+  int rank = int(space.size());
+  ArrayRef<int64_t> dims =
+      reduction->getAttrOfType<DenseI64ArrayAttr>("dims").asArrayRef();
+  auto reduced = [&](int d) { return llvm::is_contained(dims, int64_t(d)); };
+  // Output strides over the kept dimensions (row-major), and counts.
+  SmallVector<int64_t> outStride(rank, 0);
+  int64_t stride = 1, outCount = 1, reducedCount = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (reduced(d)) {
+      reducedCount *= space[d];
+      continue;
+    }
+    outStride[d] = stride;
+    stride *= space[d];
+    outCount *= space[d];
+  }
+  SmallVector<int64_t> spaceStrides = rowMajorStrides(space);
+  auto linear = [&](ArrayRef<int64_t> perDim) {
+    std::string text;
+    for (int d = 0; d < rank; ++d)
+      if (perDim[d])
+        text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
+                (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
+    return text.empty() ? std::string("0") : text;
+  };
+  SmallVector<std::string> inIndex;
+  for (Value input : inputs) {
+    ArrayRef<int64_t> inShape = tensorType(input).getShape();
+    SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
+    SmallVector<int64_t> perDim(rank, 0);
+    for (int d = 0; d < rank; ++d) {
+      int inDim = d - (rank - int(inShape.size()));
+      if (inDim >= 0 && inShape[inDim] != 1)
+        perDim[d] = inStrides[inDim];
+    }
+    inIndex.push_back(linear(perDim));
+  }
+  Type element = tensorType(result).getElementType();
+  bool integer = !isFloat(element), isMax = isa<MaxOp>(reduction);
+  std::string accType = integer ? "int64_t" : "float";
+  std::string init = isMax ? (integer ? "INT64_MIN" : "-INFINITY") : "0";
+  auto accumulate = [&](const std::string &value) -> std::string {
+    if (isMax)
+      return integer ? "acc = " + value + " > acc ? " + value + " : acc;"
+                     : "acc = (" + value + " > acc || isnan(" + value +
+                           ")) ? " + value + " : acc;";
+    return integer ? "acc = (int64_t)((uint64_t)acc + (uint64_t)" + value + ");"
+                   : "acc += " + value + ";";
+  };
+  std::string finish = "acc";
+  if (isa<MeanOp>(reduction))
+    finish = "acc * " + std::string(llvm::formatv(
+                            "{0:e9}f", 1.0 / double(reducedCount)));
+  if (integer && element.isInteger(32))
+    finish = "loom_wrap32(" + finish + ")";
+  std::string where =
+      (op->getName().getStringRef() + " at " + formatSourceLoc(op->getLoc()))
+          .str();
+  const char *resultType = storageType(element);
+
+  if (target == Target::Cuda) {
+    // One thread per output element walks its reduced elements: no atomics,
+    // the same order of additions every run.
+    std::string kernel = fresh("loom_kernel");
+    const char *index = product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+    SmallVector<std::string> inNames, params;
+    for (Value input : inputs) {
+      inNames.push_back(fresh("in"));
+      params.push_back("const " +
+                       std::string(storageType(tensorType(input).getElementType())) +
+                       " *__restrict__ " + inNames.back());
+    }
+    params.push_back(std::string(resultType) + " *__restrict__ out");
+    globalsOs << "// " << where << "\n__global__ void " << kernel << "("
+              << llvm::join(params, ", ") << ") {\n"
+              << "  for (" << index << " o = blockIdx.x * (" << index
+              << ")blockDim.x + threadIdx.x; o < " << outCount << "; o += ("
+              << index << ")gridDim.x * blockDim.x) {\n"
+              << "    " << index << " rest = o;\n";
+    for (int d = rank - 1; d >= 0; --d)
+      if (!reduced(d))
+        globalsOs << "    " << index << " i" << d << " = rest % " << space[d]
+                  << "; rest /= " << space[d] << ";\n";
+    globalsOs << "    " << accType << " acc = " << init << ";\n"
+              << "    for (" << index << " r = 0; r < " << reducedCount
+              << "; ++r) {\n"
+              << "      " << index << " rr = r;\n";
+    for (int d = rank - 1; d >= 0; --d)
+      if (reduced(d))
+        globalsOs << "      " << index << " i" << d << " = rr % " << space[d]
+                  << "; rr /= " << space[d] << ";\n";
+    std::string value = emitElementStatements(
+        globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
+    globalsOs << "      " << accumulate(value) << "\n    }\n"
+              << "    out[o] = " << storedValue(element, finish) << ";\n"
+              << "  }\n}\n\n";
+    int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((outCount + 255) / 256, 8192));
+    line() << kernel << "<<<" << blocks
+           << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
+    SmallVector<std::string> args;
+    for (Value input : inputs)
+      args.push_back(typed(input, true));
+    args.push_back(typed(result, false));
+    bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+    return success();
+  }
+
+  // CPU: one pass over the iteration space, accumulating per output element.
+  std::string accumulators = fresh("kAccumulators");
+  globalsOs << "static " << accType << " " << accumulators << "[" << outCount
+            << "];\n";
+  line() << "{ // " << where << "\n";
+  int scopeIndent = indent++;
+  SmallVector<std::string> inNames;
+  for (Value input : inputs) {
+    std::string name = fresh("in");
+    line() << "const " << storageType(tensorType(input).getElementType())
+           << " *" << name << " = " << typed(input, true) << ";\n";
+    inNames.push_back(name);
+  }
+  line() << resultType << " *out = " << typed(result, false) << ";\n";
+  line() << "for (int64_t o = 0; o < " << outCount << "; ++o) " << accumulators
+         << "[o] = " << init << ";\n";
+  for (int d = 0; d < rank; ++d)
+    line().indent(2 * d) << "for (int64_t i" << d << " = 0; i" << d << " < "
+                         << space[d] << "; ++i" << d << ")"
+                         << (d + 1 == rank ? " {\n" : "\n");
+  indent += rank;
+  line() << accType << " &acc = " << accumulators << "[" << linear(outStride)
+         << "];\n";
+  std::string value = emitElementStatements(bodyOs, indent, op, inputs, fusedBody,
+                                            inNames, inIndex, nullptr, nextId);
+  line() << accumulate(value) << "\n";
+  indent = scopeIndent + rank;
+  line() << "}\n";
+  indent = scopeIndent + 1;
+  line() << "for (int64_t o = 0; o < " << outCount << "; ++o) {\n";
+  line() << "  " << accType << " acc = " << accumulators << "[o];\n";
+  line() << "  out[o] = " << storedValue(element, finish) << ";\n";
+  line() << "}\n";
+  indent = scopeIndent;
+  line() << "}\n";
+  return success();
 }
 
 LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
@@ -374,6 +540,11 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
   Value result = op->getResult(0);
   if (failed(checkPlanned(op)))
     return failure();
+  if (fusedBody) {
+    Operation *last = fusedBody->getTerminator()->getPrevNode();
+    if (last && isa<SumOp, MeanOp, MaxOp>(last))
+      return emitFusedReduction(op, inputs, fusedBody, last);
+  }
   ArrayRef<int64_t> shape = tensorType(result).getShape();
   int rank = int(shape.size());
   SmallVector<int64_t> outStrides = rowMajorStrides(shape);
@@ -451,8 +622,9 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
                   << "; rest /= " << shape[d] << ";\n";
       globalsOs << "    (void)rest;\n";
     }
+    std::string outAt = flat ? "i" : outIndex;
     emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames,
-                          inIndex, flat ? "i" : outIndex, nextId);
+                          inIndex, &outAt, nextId);
     globalsOs << "  }\n}\n\n";
     int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 8192));
     line() << kernel << "<<<" << blocks
@@ -486,7 +658,7 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     indent += rank - 1;
   }
   emitElementStatements(bodyOs, indent + 1, op, inputs, fusedBody, inNames,
-                        inIndex, outIndex, nextId);
+                        inIndex, &outIndex, nextId);
   line() << "}\n";
   indent = scopeIndent;
   line() << "}\n";

@@ -395,6 +395,13 @@ LogicalResult FusedOp::verifyRegions() {
              << index << " has type " << body.getArgument(index).getType()
              << ", expected the input's type " << input.getType();
   auto resultType = cast<RankedTensorType>(getResult().getType());
+  // The iteration space: the result's shape, or the input shape of a
+  // reduction that ends the group.
+  ArrayRef<int64_t> space = resultType.getShape();
+  Operation *last = body.getTerminator()->getPrevNode();
+  bool endsInReduction = last && isa<SumOp, MeanOp, MaxOp>(last);
+  if (endsInReduction)
+    space = cast<RankedTensorType>(last->getOperand(0).getType()).getShape();
   for (Operation &op : body.without_terminator()) {
     bool elementwise =
         isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp,
@@ -402,14 +409,17 @@ LogicalResult FusedOp::verifyRegions() {
     bool scalarConstant =
         isa<ConstantOp>(op) &&
         cast<RankedTensorType>(op.getResult(0).getType()).getNumElements() == 1;
+    if (&op == last && endsInReduction)
+      continue;
     if (!elementwise && !scalarConstant)
       return op.emitOpError("cannot be part of a fusion group: only "
-                            "element-wise ops and scalar constants can");
+                            "element-wise ops and scalar constants can, and "
+                            "one reduction at its end");
     auto type = cast<RankedTensorType>(op.getResult(0).getType());
-    if (elementwise && type.getShape() != resultType.getShape())
+    if (elementwise && type.getShape() != space)
       return op.emitOpError("result shape ")
              << type << " differs from the fusion group's iteration space "
-             << resultType;
+             << RankedTensorType::get(space, type.getElementType());
   }
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().size() != 1 ||

@@ -804,11 +804,14 @@ def Loom_FusedOp : Loom_Op<"fused", [IsolatedFromAbove, Pure,
   let description = [{
     A fusion group: its body holds element-wise ops (arithmetic, functions,
     casts and scalar constants) whose results all have the shape of the
-    group's result, each evaluated once per element of that shape. Inputs
-    broadcast to the result's shape as in `loom.add`. Every op in the body
-    still rounds its result to its own type, so fusing changes no value.
-    Made by `loom-fuse-elementwise`; every backend emits one loop (CPU) or
-    one kernel (CUDA) per group.
+    group's iteration space, each evaluated once per element of it, and
+    optionally one reduction (`sum`, `mean`, `max`) at the end over that
+    space. The iteration space is the result's shape, or the reduction's
+    input shape. Inputs broadcast to it as in `loom.add`. Every op in the
+    body still rounds its result to its own type and the reduction
+    accumulates in f32, so fusing changes no value. Made by
+    `loom-fuse-elementwise`; every backend emits one loop nest (CPU) or one
+    kernel (CUDA) per group.
 
     ```mlir
     %g = loom.fused(%x, %b : tensor<8x16xbf16>, tensor<16xbf16>) -> tensor<8x16xbf16> {

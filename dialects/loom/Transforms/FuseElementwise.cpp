@@ -71,7 +71,7 @@ struct FuseElementwisePass
   void fuseBlock(Block &block) {
     SmallVector<Operation *> roots;
     for (Operation &op : llvm::reverse(block))
-      if (isElementwise(&op))
+      if (isElementwise(&op) || isa<SumOp, MeanOp, MaxOp>(op))
         roots.push_back(&op);
     llvm::DenseSet<Operation *> taken;
     for (Operation *root : roots) {
@@ -79,7 +79,12 @@ struct FuseElementwisePass
         continue;
       llvm::SetVector<Operation *> group;
       SmallVector<Operation *> work{root};
-      ArrayRef<int64_t> space = shapeOf(root->getResult(0));
+      // A reduction ends a group over its input's iteration space.
+      bool reduction = isa<SumOp, MeanOp, MaxOp>(root);
+      if (reduction && shapeOf(root->getOperand(0)).empty())
+        continue;
+      ArrayRef<int64_t> space =
+          shapeOf(reduction ? root->getOperand(0) : root->getResult(0));
       while (!work.empty()) {
         Operation *op = work.pop_back_val();
         if (!group.insert(op))

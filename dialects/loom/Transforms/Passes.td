@@ -159,12 +159,14 @@ def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
   let description = [{
     Part of the plan every backend shares. An element-wise op whose only user
     is an element-wise op of the same block with a result of the same shape
-    joins that op's group; scalar constants are copied into the group. Each
-    group of two or more ops becomes one `loom.fused` op whose body holds the
-    ops in their original order, so that the backends emit one loop or one
-    kernel per group and its intermediate values never reach memory.
-    Collectives, contractions, reductions and data movement stay outside
-    groups.
+    joins that op's group, and so does one whose only user is a reduction
+    (`sum`, `mean`, `max`) over its shape, which then ends the group; scalar
+    constants are copied into the group. Each group of two or more ops
+    becomes one `loom.fused` op whose body holds the ops in their original
+    order, so that the backends emit one loop nest or one kernel per group
+    and its intermediate values never reach memory (`sum(exp(x - m))` reads
+    x once and writes one value per row). Collectives, contractions, other
+    reductions and data movement stay outside groups.
   }];
   let statistics = [
     Statistic<"numGroups", "groups", "Number of fusion groups made">,

@@ -1383,7 +1383,7 @@ func.func @spmd_axes(%x: tensor<3xf32> {loom.sharding = #loom.sharding<@m, [{"dp
 func.func @fused_reduction(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = loom.fused(%x : tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
-    // expected-error @+1 {{'loom.softmax' op cannot be part of a fusion group: only element-wise ops and scalar constants can}}
+    // expected-error @+1 {{'loom.softmax' op cannot be part of a fusion group: only element-wise ops and scalar constants can, and one reduction at its end}}
     %1 = loom.softmax %a dim = 1 : tensor<4x8xf32>
     loom.yield %1 : tensor<4x8xf32>
   }

@@ -53,3 +53,22 @@ func.func @shapes(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   }
   return %1 : tensor<4x8xf32>
 }
+
+// -----
+
+// A reduction whose operand is an element-wise chain over its input's shape
+// ends that chain's group: sum(exp(x - m)) reads x once.
+// CHECK-LABEL: func.func @reduction
+// CHECK:       %[[G:.*]] = loom.fused(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[M:.*]]: tensor<4x1xf32>):
+// CHECK-NEXT:    %[[D:.*]] = loom.sub %[[X]], %[[M]]
+// CHECK-NEXT:    %[[E:.*]] = loom.exp %[[D]]
+// CHECK-NEXT:    %[[S:.*]] = loom.sum %[[E]] dims = [1]
+// CHECK-NEXT:    loom.yield %[[S]] : tensor<4xf32>
+// CHECK:       return %[[G]]
+func.func @reduction(%x: tensor<4x8xf32>, %m: tensor<4x1xf32>) -> tensor<4xf32> {
+  %0 = loom.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %1 = loom.exp %0 : tensor<4x8xf32>
+  %2 = loom.sum %1 dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
