@@ -450,6 +450,72 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
           .str();
   const char *resultType = storageType(element);
 
+  bool trailing = true; // the reduced dims are the innermost ones
+  for (int d = 0; d < rank; ++d)
+    if (reduced(d) && d < rank - int(dims.size()))
+      trailing = false;
+  if (target == Target::Cuda && trailing) {
+    // One block per output element: its threads stride over the contiguous
+    // reduced elements (coalesced) and combine in a fixed tree, so every
+    // run adds in the same order.
+    std::string kernel = fresh("loom_kernel");
+    const char *index = product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+    SmallVector<std::string> inNames, params;
+    for (Value input : inputs) {
+      inNames.push_back(fresh("in"));
+      params.push_back("const " +
+                       std::string(storageType(tensorType(input).getElementType())) +
+                       " *__restrict__ " + inNames.back());
+    }
+    params.push_back(std::string(resultType) + " *__restrict__ out");
+    auto combine = [&](const std::string &a, const std::string &b) -> std::string {
+      if (isMax)
+        return integer ? a + " = " + b + " > " + a + " ? " + b + " : " + a + ";"
+                       : a + " = (" + b + " > " + a + " || isnan(" + b + ")) ? " +
+                             b + " : " + a + ";";
+      return integer ? a + " = (int64_t)((uint64_t)" + a + " + (uint64_t)" + b + ");"
+                     : a + " += " + b + ";";
+    };
+    globalsOs << "// " << where << "\n__global__ void " << kernel << "("
+              << llvm::join(params, ", ") << ") {\n"
+              << "  __shared__ " << accType << " partial[256];\n"
+              << "  for (" << index << " o = blockIdx.x; o < " << outCount
+              << "; o += gridDim.x) {\n"
+              << "    " << index << " rest = o;\n";
+    for (int d = rank - 1; d >= 0; --d)
+      if (!reduced(d))
+        globalsOs << "    " << index << " i" << d << " = rest % " << space[d]
+                  << "; rest /= " << space[d] << ";\n";
+    globalsOs << "    " << accType << " acc = " << init << ";\n"
+              << "    for (" << index << " r = threadIdx.x; r < " << reducedCount
+              << "; r += blockDim.x) {\n"
+              << "      " << index << " rr = r;\n";
+    for (int d = rank - 1; d >= 0; --d)
+      if (reduced(d))
+        globalsOs << "      " << index << " i" << d << " = rr % " << space[d]
+                  << "; rr /= " << space[d] << ";\n";
+    std::string value = emitElementStatements(
+        globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
+    globalsOs << "      " << accumulate(value) << "\n    }\n"
+              << "    partial[threadIdx.x] = acc;\n    __syncthreads();\n"
+              << "    for (int half = 128; half > 0; half /= 2) {\n"
+              << "      if (threadIdx.x < half) "
+              << combine("partial[threadIdx.x]", "partial[threadIdx.x + half]")
+              << "\n      __syncthreads();\n    }\n"
+              << "    if (threadIdx.x == 0) {\n"
+              << "      acc = partial[0];\n"
+              << "      out[o] = " << storedValue(element, finish) << ";\n"
+              << "    }\n    __syncthreads();\n  }\n}\n\n";
+    int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(outCount, 65535));
+    line() << kernel << "<<<" << blocks
+           << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
+    SmallVector<std::string> args;
+    for (Value input : inputs)
+      args.push_back(typed(input, true));
+    args.push_back(typed(result, false));
+    bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+    return success();
+  }
   if (target == Target::Cuda) {
     // One thread per output element walks its reduced elements: no atomics,
     // the same order of additions every run.
