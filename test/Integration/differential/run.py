@@ -211,6 +211,7 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.refs = Memo()
+        self.retried = []  # runs that ended abnormally once (see execute)
         self.src_root = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.dirname(os.path.abspath(__file__)))))
 
@@ -230,7 +231,16 @@ class Runner:
         argv = [exe, "--seed", str(self.args.seed), "--out", out, "--collective-timeout", "60"]
         if ranks > 1:
             argv = [self.args.mpirun, "-np", str(ranks)] + argv
-        run_command(argv, RUN_TIMEOUT, directory)
+        try:
+            run_command(argv, RUN_TIMEOUT, directory)
+        except Failure as first:
+            # A job that ends abnormally is run once more (a numerical
+            # mismatch is never retried: runs are deterministic). Once, under
+            # a full parallel test run, a job failed without a trace; the
+            # retry's report keeps such a failure visible instead of silent.
+            self.retried.append(f"{' '.join(argv)} in {directory}: {first}")
+            print(f"retrying once after: {first}", file=sys.stderr, flush=True)
+            run_command(argv, RUN_TIMEOUT, directory)
         return load(os.path.join(directory, out))
 
     def reference(self, case):
@@ -302,8 +312,13 @@ def main():
         for ok, line in pool.map(runner.run_case, cases):
             failures += not ok
             print(line, flush=True)
-    print(f"differential: {len(cases)} cases, {failures} failures "
+            if not ok:  # also on stderr, which lit shows in full on failure
+                print(line, file=sys.stderr, flush=True)
+    retried = f", {len(runner.retried)} run(s) retried" if runner.retried else ""
+    print(f"differential: {len(cases)} cases, {failures} failures{retried} "
           f"({time.monotonic() - start:.0f} s)", flush=True)
+    for text in runner.retried:
+        print(f"retried: {text}", flush=True)
     return 1 if failures else 0
 
 
