@@ -219,6 +219,13 @@ private:
                                 Block *fusedBody);
   LogicalResult emitFusedReduction(Operation *op, ValueRange inputs,
                                    Block *fusedBody, Operation *reduction);
+  /// Opens a CUDA kernel over `inputs` and `result` in the file-scope text;
+  /// returns its name and sets the names of its input parameters.
+  std::string beginKernel(ValueRange inputs, Value result, StringRef where,
+                          SmallVectorImpl<std::string> &inNames);
+  /// Launches `kernel` on the runtime's stream, 256 threads per block.
+  void launchKernel(StringRef kernel, int64_t blocks, ValueRange inputs,
+                    Value result, StringRef where);
   LogicalResult emitContraction(Operation *op, Value a, Value b, Value out,
                                 StringRef spec);
   LogicalResult emitRepeat(RepeatOp repeat);
@@ -384,6 +391,47 @@ std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
   return value;
 }
 
+std::string ProgramEmitter::beginKernel(ValueRange inputs, Value result,
+                                        StringRef where,
+                                        SmallVectorImpl<std::string> &inNames) {
+  std::string kernel = fresh("loom_kernel");
+  SmallVector<std::string> params;
+  for (Value input : inputs) {
+    inNames.push_back(fresh("in"));
+    params.push_back("const " +
+                     std::string(storageType(tensorType(input).getElementType())) +
+                     " *__restrict__ " + inNames.back());
+  }
+  params.push_back(std::string(storageType(tensorType(result).getElementType())) +
+                   " *__restrict__ out");
+  globalsOs << "// " << where << "\n__global__ void " << kernel << "("
+            << llvm::join(params, ", ") << ") {\n";
+  return kernel;
+}
+
+void ProgramEmitter::launchKernel(StringRef kernel, int64_t blocks,
+                                  ValueRange inputs, Value result,
+                                  StringRef where) {
+  line() << kernel << "<<<" << blocks
+         << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
+  SmallVector<std::string> args;
+  for (Value input : inputs)
+    args.push_back(typed(input, true));
+  args.push_back(typed(result, false));
+  bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+}
+
+/// `index iD = var % size; var /= size;` for the dimensions `pick` selects,
+/// innermost first: a linear index back to a multi-index.
+void emitUnravel(raw_ostream &os, StringRef indent, StringRef index,
+                 StringRef var, ArrayRef<int64_t> shape,
+                 llvm::function_ref<bool(int)> pick) {
+  for (int d = int(shape.size()) - 1; d >= 0; --d)
+    if (pick(d))
+      os << indent << index << " i" << d << " = " << var << " % " << shape[d]
+         << "; " << var << " /= " << shape[d] << ";\n";
+}
+
 LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
                                                  ValueRange inputs,
                                                  Block *fusedBody,
@@ -458,16 +506,9 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     // One block per output element: its threads stride over the contiguous
     // reduced elements (coalesced) and combine in a fixed tree, so every
     // run adds in the same order.
-    std::string kernel = fresh("loom_kernel");
     const char *index = product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
-    SmallVector<std::string> inNames, params;
-    for (Value input : inputs) {
-      inNames.push_back(fresh("in"));
-      params.push_back("const " +
-                       std::string(storageType(tensorType(input).getElementType())) +
-                       " *__restrict__ " + inNames.back());
-    }
-    params.push_back(std::string(resultType) + " *__restrict__ out");
+    SmallVector<std::string> inNames;
+    std::string kernel = beginKernel(inputs, result, where, inNames);
     auto combine = [&](const std::string &a, const std::string &b) -> std::string {
       if (isMax)
         return integer ? a + " = " + b + " > " + a + " ? " + b + " : " + a + ";"
@@ -476,24 +517,17 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
       return integer ? a + " = (int64_t)((uint64_t)" + a + " + (uint64_t)" + b + ");"
                      : a + " += " + b + ";";
     };
-    globalsOs << "// " << where << "\n__global__ void " << kernel << "("
-              << llvm::join(params, ", ") << ") {\n"
-              << "  __shared__ " << accType << " partial[256];\n"
+    globalsOs << "  __shared__ " << accType << " partial[256];\n"
               << "  for (" << index << " o = blockIdx.x; o < " << outCount
               << "; o += gridDim.x) {\n"
               << "    " << index << " rest = o;\n";
-    for (int d = rank - 1; d >= 0; --d)
-      if (!reduced(d))
-        globalsOs << "    " << index << " i" << d << " = rest % " << space[d]
-                  << "; rest /= " << space[d] << ";\n";
+    emitUnravel(globalsOs, "    ", index, "rest", space,
+                [&](int d) { return !reduced(d); });
     globalsOs << "    " << accType << " acc = " << init << ";\n"
               << "    for (" << index << " r = threadIdx.x; r < " << reducedCount
               << "; r += blockDim.x) {\n"
               << "      " << index << " rr = r;\n";
-    for (int d = rank - 1; d >= 0; --d)
-      if (reduced(d))
-        globalsOs << "      " << index << " i" << d << " = rr % " << space[d]
-                  << "; rr /= " << space[d] << ";\n";
+    emitUnravel(globalsOs, "      ", index, "rr", space, reduced);
     std::string value = emitElementStatements(
         globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
     globalsOs << "      " << accumulate(value) << "\n    }\n"
@@ -506,60 +540,35 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
               << "      acc = partial[0];\n"
               << "      out[o] = " << storedValue(element, finish) << ";\n"
               << "    }\n    __syncthreads();\n  }\n}\n\n";
-    int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(outCount, 65535));
-    line() << kernel << "<<<" << blocks
-           << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
-    SmallVector<std::string> args;
-    for (Value input : inputs)
-      args.push_back(typed(input, true));
-    args.push_back(typed(result, false));
-    bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+    launchKernel(kernel, std::max<int64_t>(1, std::min<int64_t>(outCount, 65535)),
+                 inputs, result, where);
     return success();
   }
   if (target == Target::Cuda) {
     // One thread per output element walks its reduced elements: no atomics,
     // the same order of additions every run.
-    std::string kernel = fresh("loom_kernel");
     const char *index = product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
-    SmallVector<std::string> inNames, params;
-    for (Value input : inputs) {
-      inNames.push_back(fresh("in"));
-      params.push_back("const " +
-                       std::string(storageType(tensorType(input).getElementType())) +
-                       " *__restrict__ " + inNames.back());
-    }
-    params.push_back(std::string(resultType) + " *__restrict__ out");
-    globalsOs << "// " << where << "\n__global__ void " << kernel << "("
-              << llvm::join(params, ", ") << ") {\n"
-              << "  for (" << index << " o = blockIdx.x * (" << index
+    SmallVector<std::string> inNames;
+    std::string kernel = beginKernel(inputs, result, where, inNames);
+    globalsOs << "  for (" << index << " o = blockIdx.x * (" << index
               << ")blockDim.x + threadIdx.x; o < " << outCount << "; o += ("
               << index << ")gridDim.x * blockDim.x) {\n"
               << "    " << index << " rest = o;\n";
-    for (int d = rank - 1; d >= 0; --d)
-      if (!reduced(d))
-        globalsOs << "    " << index << " i" << d << " = rest % " << space[d]
-                  << "; rest /= " << space[d] << ";\n";
+    emitUnravel(globalsOs, "    ", index, "rest", space,
+                [&](int d) { return !reduced(d); });
     globalsOs << "    " << accType << " acc = " << init << ";\n"
               << "    for (" << index << " r = 0; r < " << reducedCount
               << "; ++r) {\n"
               << "      " << index << " rr = r;\n";
-    for (int d = rank - 1; d >= 0; --d)
-      if (reduced(d))
-        globalsOs << "      " << index << " i" << d << " = rr % " << space[d]
-                  << "; rr /= " << space[d] << ";\n";
+    emitUnravel(globalsOs, "      ", index, "rr", space, reduced);
     std::string value = emitElementStatements(
         globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
     globalsOs << "      " << accumulate(value) << "\n    }\n"
               << "    out[o] = " << storedValue(element, finish) << ";\n"
               << "  }\n}\n\n";
-    int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((outCount + 255) / 256, 8192));
-    line() << kernel << "<<<" << blocks
-           << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
-    SmallVector<std::string> args;
-    for (Value input : inputs)
-      args.push_back(typed(input, true));
-    args.push_back(typed(result, false));
-    bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+    launchKernel(kernel,
+                 std::max<int64_t>(1, std::min<int64_t>((outCount + 255) / 256, 8192)),
+                 inputs, result, where);
     return success();
   }
 
@@ -664,42 +673,26 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 
   if (target == Target::Cuda) {
     // One kernel per group: a grid-stride loop over the output's elements.
-    std::string kernel = fresh("loom_kernel");
-    globalsOs << "// " << where << "\n__global__ void " << kernel << "(";
-    SmallVector<std::string> inNames, params;
-    for (Value input : inputs) {
-      inNames.push_back(fresh("in"));
-      params.push_back("const " +
-                       std::string(storageType(tensorType(input).getElementType())) +
-                       " *__restrict__ " + inNames.back());
-    }
-    params.push_back(std::string(storageType(tensorType(result).getElementType())) +
-                     " *__restrict__ out");
+    SmallVector<std::string> inNames;
+    std::string kernel = beginKernel(inputs, result, where, inNames);
     // 32-bit index arithmetic when it fits: 64-bit division is slow on GPUs.
     const char *index = count < (int64_t(1) << 31) ? "int32_t" : "int64_t";
-    globalsOs << llvm::join(params, ", ") << ") {\n"
-              << "  for (" << index << " i = blockIdx.x * (" << index
+    globalsOs << "  for (" << index << " i = blockIdx.x * (" << index
               << ")blockDim.x + threadIdx.x; i < " << count << "; i += ("
               << index << ")gridDim.x * blockDim.x) {\n";
     if (!flat) {
       globalsOs << "    " << index << " rest = i;\n";
-      for (int d = rank - 1; d >= 0; --d)
-        globalsOs << "    " << index << " i" << d << " = rest % " << shape[d]
-                  << "; rest /= " << shape[d] << ";\n";
+      emitUnravel(globalsOs, "    ", index, "rest", shape,
+                  [](int) { return true; });
       globalsOs << "    (void)rest;\n";
     }
     std::string outAt = flat ? "i" : outIndex;
     emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames,
                           inIndex, &outAt, nextId);
     globalsOs << "  }\n}\n\n";
-    int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 8192));
-    line() << kernel << "<<<" << blocks
-           << ", 256, 0, (cudaStream_t)loomrt_stream(rt)>>>(";
-    SmallVector<std::string> args;
-    for (Value input : inputs)
-      args.push_back(typed(input, true));
-    args.push_back(typed(result, false));
-    bodyOs << llvm::join(args, ", ") << "); // " << where << "\n";
+    launchKernel(kernel,
+                 std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 8192)),
+                 inputs, result, where);
     return success();
   }
 
