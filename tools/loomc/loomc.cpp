@@ -356,21 +356,17 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   llvm::raw_ostream &os = output->os();
   // The report's peak memory comes from the memory plan, made on a copy so
   // that --emit=spmd still prints the program before fusion.
-  std::optional<int64_t> arenaBytes;
+  OwningOpRef<ModuleOp> planned;
   if (report != Report::None) {
-    OwningOpRef<ModuleOp> planned = module->clone();
+    planned = module->clone();
     PassManager planPm(&context);
     planPm.addNestedPass<func::FuncOp>(loom::createLoomFuseElementwise());
     planPm.addPass(loom::createLoomPlanMemory());
     if (failed(planPm.run(*planned)))
       return 1;
-    for (auto func : planned->getOps<func::FuncOp>())
-      if (auto bytes = func->getAttrOfType<IntegerAttr>(
-              loom::LoomDialect::kArenaBytesAttrName))
-        arenaBytes = std::max<int64_t>(arenaBytes.value_or(0), bytes.getInt());
   }
   if (report == Report::Json) {
-    loom::printReport(*module, os, /*json=*/true, arenaBytes);
+    loom::printReport(*module, os, /*json=*/true, *planned);
     output->keep();
     return 0;
   }
@@ -409,7 +405,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     });
   if (report == Report::Text)
     printAnalysis([&](llvm::raw_ostream &out) {
-      loom::printReport(*module, out, /*json=*/false, arenaBytes);
+      loom::printReport(*module, out, /*json=*/false, *planned);
     });
   output->keep();
   return 0;

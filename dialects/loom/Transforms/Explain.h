@@ -49,10 +49,12 @@ std::string describeCollective(const CollectiveInfo &info);
 void printCollectiveTable(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// The `loomc --report` summary, as text or as JSON.
-/// `arenaBytes`, when known, is the memory plan's arena: the peak bytes one
-/// rank holds (loom-plan-memory).
+/// `planned`, when given, is the same program after the code generation plan
+/// (loom-fuse-elementwise, loom-plan-memory): the report then adds the
+/// arena (the peak bytes one rank holds) and, per generated kernel, the bytes
+/// it must move and its FLOPs.
 void printReport(mlir::ModuleOp module, llvm::raw_ostream &os, bool json,
-                 std::optional<int64_t> arenaBytes = std::nullopt);
+                 mlir::ModuleOp planned = nullptr);
 
 /// Product of the counts of the `loom.repeat`s around `op`.
 int64_t countIterations(mlir::Operation *op);

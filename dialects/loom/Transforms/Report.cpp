@@ -93,8 +93,68 @@ struct AxisTraffic {
 };
 } // namespace
 
+namespace {
+/// One kernel (or library call) of the planned program: what it must read
+/// and write at least once, and its arithmetic, per run.
+struct KernelInfo {
+  std::string op, at;
+  int64_t runs = 1;
+  double bytes = 0, flops = 0;
+};
+} // namespace
+
+/// The kernels of the planned program in program order: fusion groups and
+/// the ops that are not views, constants or control flow. Collectives are
+/// counted in their own section.
+static std::vector<KernelInfo> collectKernels(ModuleOp planned) {
+  std::vector<KernelInfo> kernels;
+  for (auto function : planned.getOps<func::FuncOp>()) {
+    if (!function->hasAttr(LoomDialect::kModelAttrName))
+      continue;
+    function.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<FusedOp>(op->getParentOp()))
+        return WalkResult::skip();
+      if (isa<CollectiveOpInterface, RepeatOp, ShardOp, ReshapeOp, YieldOp,
+              func::ReturnOp, ConstantOp, func::FuncOp>(op))
+        return WalkResult::advance();
+      KernelInfo info;
+      info.op = op->getName().getStringRef().str();
+      info.at = formatSourceLoc(op->getLoc());
+      info.runs = countIterations(op);
+      for (Value value : op->getOperands())
+        info.bytes += bytesOf(value.getType());
+      for (Value value : op->getResults())
+        info.bytes += bytesOf(value.getType());
+      if (auto fused = dyn_cast<FusedOp>(op)) {
+        SmallVector<std::string> names;
+        for (Operation &inner : fused.getBody().front().without_terminator()) {
+          if (isa<ConstantOp>(inner))
+            continue;
+          names.push_back(inner.getName().stripDialect().str());
+          info.flops += flopsOf(&inner);
+        }
+        info.op = "fused(" + llvm::join(names, ",") + ")";
+      } else {
+        info.flops = flopsOf(op);
+      }
+      kernels.push_back(info);
+      return isa<FusedOp>(op) ? WalkResult::skip() : WalkResult::advance();
+    });
+  }
+  return kernels;
+}
+
 void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
-                       std::optional<int64_t> arenaBytes) {
+                       ModuleOp planned) {
+  std::optional<int64_t> arenaBytes;
+  std::vector<KernelInfo> kernels;
+  if (planned) {
+    for (auto function : planned.getOps<func::FuncOp>())
+      if (auto bytes = function->getAttrOfType<IntegerAttr>(
+              LoomDialect::kArenaBytesAttrName))
+        arenaBytes = std::max<int64_t>(arenaBytes.value_or(0), bytes.getInt());
+    kernels = collectKernels(planned);
+  }
   int64_t paramBytes = 0, inputBytes = 0, numParams = 0;
   double activationBytes = 0, flops = 0;
   std::string meshText;
@@ -163,6 +223,17 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
           });
         }
       });
+      if (planned)
+        out.attributeArray("kernels", [&] {
+          for (const KernelInfo &kernel : kernels)
+            out.object([&] {
+              out.attribute("op", kernel.op);
+              out.attribute("at", kernel.at);
+              out.attribute("runs", kernel.runs);
+              out.attribute("bytes_per_run", kernel.bytes);
+              out.attribute("flops_per_run", kernel.flops);
+            });
+        });
     });
     os << "\n";
     return;
@@ -190,4 +261,18 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
         "    %-10s %6lld collectives, %.0f bytes sent per rank\n",
         ("[" + key + "]").c_str(), static_cast<long long>(traffic[key].count),
         traffic[key].bytes);
+  if (!planned)
+    return;
+  // The roofline inputs: what each kernel must move at least once, and its
+  // arithmetic; a benchmark divides them by the kernel's measured time.
+  os << "  kernels of the generated program (per run: bytes read and written "
+        "at least once, FLOPs):\n";
+  os << llvm::format("    %3s  %-36s %-22s %5s %14s %14s %8s\n", "#", "op", "at",
+                     "runs", "bytes", "flops", "flop/B");
+  for (auto [index, kernel] : llvm::enumerate(kernels))
+    os << llvm::format("    %3zu  %-36s %-22s %5lld %14.0f %14.0f %8.2f\n",
+                       index + 1, kernel.op.substr(0, 36).c_str(),
+                       kernel.at.c_str(), static_cast<long long>(kernel.runs),
+                       kernel.bytes, kernel.flops,
+                       kernel.bytes > 0 ? kernel.flops / kernel.bytes : 0.0);
 }
