@@ -13,10 +13,14 @@
 namespace loomrt {
 
 LOOMRT_INLINE size_t elementBytes(int dtype) {
-  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
+  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4
+         : dtype == LOOMRT_I64                        ? 8
+                                                      : 2;
 }
 
-LOOMRT_INLINE bool isInteger(int dtype) { return dtype == LOOMRT_I32 || dtype == LOOMRT_I64; }
+LOOMRT_INLINE bool isInteger(int dtype) {
+  return dtype == LOOMRT_I32 || dtype == LOOMRT_I64;
+}
 
 /// Element `i` of `base`, widened to f32.
 LOOMRT_INLINE float load(int dtype, const void *base, int64_t i) {

@@ -34,10 +34,10 @@ double initialValue(int kind, double a, double b, int64_t intBound,
     return 0.0;
   if (kind == LOOMRT_INIT_ONES)
     return 1.0;
-  std::array<uint32_t, 4> r = philox4x32_10(
-      {uint32_t(index), uint32_t(index >> 32), uint32_t(nameHash),
-       uint32_t(nameHash >> 32)},
-      {uint32_t(seed), uint32_t(seed >> 32)});
+  std::array<uint32_t, 4> r =
+      philox4x32_10({uint32_t(index), uint32_t(index >> 32), uint32_t(nameHash),
+                     uint32_t(nameHash >> 32)},
+                    {uint32_t(seed), uint32_t(seed >> 32)});
   double u0 = (double(r[0]) + 0.5) / 4294967296.0;
   double u1 = (double(r[1]) + 0.5) / 4294967296.0;
   if (kind == LOOMRT_INIT_UNIFORM)

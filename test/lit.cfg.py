@@ -34,6 +34,7 @@ if os.path.exists(venv_python):
     config.substitutions.append(("%venv_python", venv_python))
 config.substitutions.append(("%mpirun", os.path.join(config.loom_src_root, "scripts", "mpirun-local")))
 config.substitutions.append(("%runtime_tools", os.path.join(config.loom_src_root, "runtime", "tools")))
+config.substitutions.append(("%cxx", shutil.which("clang++-22") or "clang++"))
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
 

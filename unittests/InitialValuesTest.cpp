@@ -1,6 +1,6 @@
 //===- InitialValuesTest.cpp - Philox and the initial-value recipe --------===//
-#include "loomrt.h"
 #include "runtime/InitialValues.h"
+#include "loomrt.h"
 
 #include "gtest/gtest.h"
 

@@ -28,6 +28,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tables import table  # noqa: E402  (bench/tables.py)
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "gpt.loom"
 
@@ -566,14 +569,6 @@ def xla_collectives(hlo: str, mesh: dict[str, int], loop_trips: int) -> list[Col
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
-                               for i, (x, w) in enumerate(zip(r, widths)))
-    return "\n".join([line(header), line(["-" * w for w in widths])] +
-                     [line(r) for r in rows])
-
 
 def mib(kib: float) -> str:
     return f"{kib / 1024:.1f}"

@@ -26,6 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tables import table  # noqa: E402  (bench/tables.py)
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 EXAMPLE = REPO / "examples" / "gpt.loom"
@@ -316,14 +319,6 @@ class Config:
 
 def median(xs: list[float]) -> float:
     return statistics.median(xs)
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
-                               for i, (x, w) in enumerate(zip(r, widths)))
-    return "\n".join([line(header), line(["-" * w for w in widths])] +
-                     [line(r) for r in rows])
 
 
 def cpu_model() -> str:

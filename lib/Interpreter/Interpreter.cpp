@@ -134,7 +134,8 @@ double unary(Operation *op, double x) {
   auto gelu = cast<GeluOp>(op);
   if (gelu.getApproximate() == GeluApproximation::Tanh)
     return 0.5 * x *
-           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+           (1.0 +
+            std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
@@ -179,28 +180,7 @@ private:
   LogicalResult einsum(Operation *op, StringRef spec, ArrayRef<Value> inputs,
                        Value result);
   LogicalResult loadArguments();
-  int64_t intBound(Value input);
 };
-
-/// Same rule as the executables: synthetic ids index the smallest table or
-/// vocabulary they reach (16 when none).
-int64_t Interpreter::intBound(Value input) {
-  int64_t bound = std::numeric_limits<int64_t>::max();
-  SmallVector<Value> work{input};
-  while (!work.empty()) {
-    Value value = work.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (auto embedding = dyn_cast<EmbeddingOp>(user))
-        bound = std::min(bound, shapeOf(embedding.getTable())[0]);
-      else if (auto ce = dyn_cast<CrossEntropyOp>(user))
-        bound = std::min(bound, shapeOf(ce.getLogits()).back());
-      else if (isa<ReshapeOp, ShardOp, TransposeOp, SliceOp>(user))
-        for (Value result : user->getResults())
-          work.push_back(result);
-    }
-  }
-  return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;
-}
 
 LogicalResult Interpreter::loadArguments() {
   struct Source {
@@ -245,11 +225,22 @@ LogicalResult Interpreter::loadArguments() {
         return model.emitError() << "--interpret: " << source.path
                                  << ": no tensor '" << name << "'";
       if (int(entry->dtype) != dtype ||
-          ArrayRef<int64_t>(entry->shape) != ArrayRef<int64_t>(t.shape))
+          ArrayRef<int64_t>(entry->shape) != ArrayRef<int64_t>(t.shape)) {
+        auto text = [](int code, ArrayRef<int64_t> shape) {
+          static const char *names[] = {"f32", "bf16", "f16", "i32", "i64"};
+          return std::string(names[code]) + "[" +
+                 llvm::join(
+                     llvm::map_range(
+                         shape, [](int64_t s) { return std::to_string(s); }),
+                     ", ") +
+                 "]";
+        };
         return model.emitError()
                << "--interpret: " << source.path << ": tensor '" << name
-               << "' has another dtype or shape than the model's "
-               << argument.getType();
+               << "' is " << text(int(entry->dtype), entry->shape)
+               << " but the " << (paramName ? "parameter" : "input") << " is "
+               << text(dtype, t.shape);
+      }
       if (pread(source.fd, raw.data(), raw.size(),
                 off_t(source.header.dataStart + entry->begin)) !=
           ssize_t(raw.size()))
@@ -267,8 +258,8 @@ LogicalResult Interpreter::loadArguments() {
         a = init.getA().convertToDouble();
         b = init.getB().convertToDouble();
       }
-      int64_t bound = !paramName && t.element.isInteger() ? intBound(argument)
-                                                          : 0;
+      int64_t bound =
+          !paramName && t.element.isInteger() ? syntheticIdBound(argument) : 0;
       uint64_t hash = loomrt::fnv1a64(name);
       for (int64_t i = 0; i < t.size(); ++i)
         loomrt::storeRounded(dtype,
@@ -402,7 +393,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
     for (int64_t i = 0; i < out.size(); ++i)
       out.values[i] =
           out.element.isInteger()
-              ? roundTo(out.element, double(int64_t(0 - uint64_t(int64_t(x.values[i])))))
+              ? roundTo(out.element,
+                        double(int64_t(0 - uint64_t(int64_t(x.values[i])))))
               : roundTo(out.element, unary(op, x.values[i]));
     values[op->getResult(0)] = std::move(out);
     return success();
@@ -443,12 +435,14 @@ LogicalResult Interpreter::runOp(Operation *op) {
       };
       double acc = 0.0;
       for (int64_t kk = 0; kk < k; ++kk) {
-        double term = integer ? double(int64_t(
-                                    uint64_t(int64_t(element(a, index[rank - 2], kk))) *
-                                    uint64_t(int64_t(element(b, kk, index[rank - 1])))))
-                              : element(a, index[rank - 2], kk) *
-                                    element(b, kk, index[rank - 1]);
-        acc = integer ? double(int64_t(uint64_t(int64_t(acc)) + uint64_t(int64_t(term))))
+        double term =
+            integer ? double(int64_t(
+                          uint64_t(int64_t(element(a, index[rank - 2], kk))) *
+                          uint64_t(int64_t(element(b, kk, index[rank - 1])))))
+                    : element(a, index[rank - 2], kk) *
+                          element(b, kk, index[rank - 1]);
+        acc = integer ? double(int64_t(uint64_t(int64_t(acc)) +
+                                       uint64_t(int64_t(term))))
                       : acc + term;
       }
       (void)m;
@@ -488,8 +482,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
       }
     }
     for (int64_t i = 0; i < out.size(); ++i)
-      out.values[i] =
-          roundTo(out.element, isa<MeanOp>(op) ? acc[i] / double(reduced) : acc[i]);
+      out.values[i] = roundTo(
+          out.element, isa<MeanOp>(op) ? acc[i] / double(reduced) : acc[i]);
     values[op->getResult(0)] = std::move(out);
     return success();
   }
@@ -531,9 +525,10 @@ LogicalResult Interpreter::runOp(Operation *op) {
         squares += (x.values[r * n + j] - mean) * (x.values[r * n + j] - mean);
       double inverse = 1.0 / std::sqrt(squares / double(n) + eps);
       for (int64_t j = 0; j < n; ++j)
-        out.values[r * n + j] = roundTo(
-            out.element, (x.values[r * n + j] - mean) * inverse * scale.values[j] +
-                             (bias ? bias->values[j] : 0.0));
+        out.values[r * n + j] =
+            roundTo(out.element,
+                    (x.values[r * n + j] - mean) * inverse * scale.values[j] +
+                        (bias ? bias->values[j] : 0.0));
     }
     values[op->getResult(0)] = std::move(out);
     return success();
@@ -558,7 +553,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
           }
           double dot = 0.0;
           for (int64_t c = 0; c < e; ++c)
-            dot += q.values[(b * s + i) * e + c] * k.values[(b * t + j) * e + c];
+            dot +=
+                q.values[(b * s + i) * e + c] * k.values[(b * t + j) * e + c];
           scores[j] = dot * scale;
           m = std::max(m, scores[j]);
         }
@@ -569,7 +565,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
           double acc = 0.0;
           for (int64_t j = 0; j < t; ++j)
             if (scores[j] != -INFINITY)
-              acc += std::exp(scores[j] - m) / sum * v.values[(b * t + j) * f + c];
+              acc +=
+                  std::exp(scores[j] - m) / sum * v.values[(b * t + j) * f + c];
           out.values[(b * s + i) * f + c] = roundTo(out.element, acc);
         }
       }
@@ -577,7 +574,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
     return success();
   }
   if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-    const Tensor &ids = get(embedding.getIds()), &table = get(embedding.getTable());
+    const Tensor &ids = get(embedding.getIds()),
+                 &table = get(embedding.getTable());
     Tensor out = makeTensor(embedding.getResult());
     int64_t rows = table.shape[0], width = table.shape[1];
     for (int64_t i = 0; i < ids.size(); ++i) {
@@ -739,8 +737,9 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
   std::vector<std::string> payloads;
   for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
     DictionaryAttr attrs = model.getResultAttrDict(index);
-    auto nameAttr = attrs ? attrs.getAs<StringAttr>(LoomDialect::kOutputAttrName)
-                          : StringAttr();
+    auto nameAttr = attrs
+                        ? attrs.getAs<StringAttr>(LoomDialect::kOutputAttrName)
+                        : StringAttr();
     std::string name = nameAttr ? nameAttr.getValue().str()
                                 : "output_" + std::to_string(index);
     const Tensor &t = get(value);
@@ -751,16 +750,18 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
     for (int64_t i = 0; i < t.size(); ++i) {
       sum += t.values[i];
       largest = std::max(largest, std::fabs(t.values[i]));
-      loomrt::storeRounded(dtype, t.values[i], payload.data() + size_t(i) * bytes);
+      loomrt::storeRounded(dtype, t.values[i],
+                           payload.data() + size_t(i) * bytes);
     }
     if (t.shape.empty()) {
       os << name << " = " << llvm::format("%.9g", sum) << "\n";
     } else {
       static const char *names[] = {"f32", "bf16", "f16", "i32", "i64"};
       os << name << ": " << names[dtype] << "["
-         << llvm::join(llvm::map_range(t.shape, [](int64_t s) {
-              return std::to_string(s);
-            }), ", ")
+         << llvm::join(
+                llvm::map_range(t.shape,
+                                [](int64_t s) { return std::to_string(s); }),
+                ", ")
          << "] sum = " << llvm::format("%.9g", sum)
          << ", max|x| = " << llvm::format("%.9g", largest) << "\n";
     }
@@ -797,9 +798,17 @@ LogicalResult loom::interpretModel(ModuleOp module,
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(LoomDialect::kModelAttrName))
       models.push_back(func);
-  if (models.size() != 1)
-    return module.emitError() << "--interpret runs one model; the file defines "
-                              << models.size();
+  if (models.empty())
+    return module.emitError()
+           << "--interpret runs one model; the file defines none";
+  if (models.size() > 1) {
+    InFlightDiagnostic error =
+        models[1].emitError()
+        << "--interpret runs one model, but this file defines " << models.size()
+        << "; keep one per file";
+    error.attachNote(models[0].getLoc()) << "the first model is here";
+    return error;
+  }
   Interpreter interpreter(models[0], options);
   return interpreter.run(os);
 }

@@ -76,9 +76,11 @@ std::string quote(StringRef text) {
 }
 
 std::string list(ArrayRef<int64_t> values) {
-  return "{" + llvm::join(llvm::map_range(values, [](int64_t v) {
-           return std::to_string(v);
-         }), ", ") + "}";
+  return "{" +
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
+                    ", ") +
+         "}";
 }
 
 int64_t product(ArrayRef<int64_t> values) {
@@ -167,8 +169,9 @@ private:
 
   std::string int64Table(ArrayRef<int64_t> values) {
     std::string name = fresh("kShape");
-    globalsOs << "static const int64_t " << name << "[] = "
-              << list(values.empty() ? ArrayRef<int64_t>{0} : values) << ";\n";
+    globalsOs << "static const int64_t " << name
+              << "[] = " << list(values.empty() ? ArrayRef<int64_t>{0} : values)
+              << ";\n";
     return name;
   }
 
@@ -193,9 +196,10 @@ private:
     Operation *op = value.getDefiningOp();
     if (isa<ReshapeOp, ShardOp>(op))
       return pointer(op->getOperand(0));
-    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
-    int64_t offset = offsets ? offsets[cast<OpResult>(value).getResultNumber()]
-                             : -1;
+    auto offsets =
+        op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
+    int64_t offset =
+        offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1;
     return "(arena + " + std::to_string(offset) + ")";
   }
 
@@ -206,7 +210,8 @@ private:
   }
 
   LogicalResult checkPlanned(Operation *op) {
-    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
+    auto offsets =
+        op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
     if (!offsets)
       return fail(op, "the op has no arena offsets (run loom-plan-memory)");
     return success();
@@ -232,7 +237,6 @@ private:
   LogicalResult emitCollective(Operation *op);
   LogicalResult emitSlice(SliceOp op);
   void emitTables(raw_ostream &os);
-  int64_t intBound(BlockArgument input);
 };
 
 //===----------------------------------------------------------------------===//
@@ -340,7 +344,8 @@ std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
                                   ValueRange inputs, Block *fusedBody,
                                   ArrayRef<std::string> inNames,
                                   ArrayRef<std::string> inIndex,
-                                  const std::string *outIndex, unsigned &nextId) {
+                                  const std::string *outIndex,
+                                  unsigned &nextId) {
   auto line = [&]() -> raw_ostream & { return os.indent(2 * indent); };
   auto load = [&](unsigned i) {
     Type element = tensorType(inputs[i]).getElementType();
@@ -386,8 +391,9 @@ std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
   }
   std::string value = scalars[yielded];
   if (outIndex)
-    line() << "out[" << *outIndex << "] = "
-           << storedValue(tensorType(result).getElementType(), value) << ";\n";
+    line() << "out[" << *outIndex
+           << "] = " << storedValue(tensorType(result).getElementType(), value)
+           << ";\n";
   return value;
 }
 
@@ -398,12 +404,14 @@ std::string ProgramEmitter::beginKernel(ValueRange inputs, Value result,
   SmallVector<std::string> params;
   for (Value input : inputs) {
     inNames.push_back(fresh("in"));
-    params.push_back("const " +
-                     std::string(storageType(tensorType(input).getElementType())) +
-                     " *__restrict__ " + inNames.back());
+    params.push_back(
+        "const " +
+        std::string(storageType(tensorType(input).getElementType())) +
+        " *__restrict__ " + inNames.back());
   }
-  params.push_back(std::string(storageType(tensorType(result).getElementType())) +
-                   " *__restrict__ out");
+  params.push_back(
+      std::string(storageType(tensorType(result).getElementType())) +
+      " *__restrict__ out");
   globalsOs << "// " << where << "\n__global__ void " << kernel << "("
             << llvm::join(params, ", ") << ") {\n";
   return kernel;
@@ -479,24 +487,48 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   bool integer = !isFloat(element), isMax = isa<MaxOp>(reduction);
   std::string accType = integer ? "int64_t" : "float";
   std::string init = isMax ? (integer ? "INT64_MIN" : "-INFINITY") : "0";
-  auto accumulate = [&](const std::string &value) -> std::string {
+  // `a` combined with `b` into `a`: max (NaN wins) or a wrapping sum.
+  auto combine = [&](const std::string &a,
+                     const std::string &b) -> std::string {
     if (isMax)
-      return integer ? "acc = " + value + " > acc ? " + value + " : acc;"
-                     : "acc = (" + value + " > acc || isnan(" + value +
-                           ")) ? " + value + " : acc;";
-    return integer ? "acc = (int64_t)((uint64_t)acc + (uint64_t)" + value + ");"
-                   : "acc += " + value + ";";
+      return integer ? a + " = " + b + " > " + a + " ? " + b + " : " + a + ";"
+                     : a + " = (" + b + " > " + a + " || isnan(" + b + ")) ? " +
+                           b + " : " + a + ";";
+    return integer
+               ? a + " = (int64_t)((uint64_t)" + a + " + (uint64_t)" + b + ");"
+               : a + " += " + b + ";";
+  };
+  auto accumulate = [&](const std::string &value) {
+    return combine("acc", value);
   };
   std::string finish = "acc";
   if (isa<MeanOp>(reduction))
-    finish = "acc * " + std::string(llvm::formatv(
-                            "{0:e9}f", 1.0 / double(reducedCount)));
+    finish = "acc * " +
+             std::string(llvm::formatv("{0:e9}f", 1.0 / double(reducedCount)));
   if (integer && element.isInteger(32))
     finish = "loom_wrap32(" + finish + ")";
   std::string where =
       (op->getName().getStringRef() + " at " + formatSourceLoc(op->getLoc()))
           .str();
   const char *resultType = storageType(element);
+
+  // A CUDA kernel's accumulation of output element `o` into `acc`: the kept
+  // indices from `o`, then a loop over the reduced elements (from `first`,
+  // stepping by `step`) computing the group's value at each.
+  auto accumulateOutput = [&](const char *index, ArrayRef<std::string> inNames,
+                              StringRef first, StringRef step) {
+    globalsOs << "    " << index << " rest = o;\n";
+    emitUnravel(globalsOs, "    ", index, "rest", space,
+                [&](int d) { return !reduced(d); });
+    globalsOs << "    " << accType << " acc = " << init << ";\n"
+              << "    for (" << index << " r = " << first << "; r < "
+              << reducedCount << "; " << step << ") {\n"
+              << "      " << index << " rr = r;\n";
+    emitUnravel(globalsOs, "      ", index, "rr", space, reduced);
+    std::string value = emitElementStatements(
+        globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
+    globalsOs << "      " << accumulate(value) << "\n    }\n";
+  };
 
   bool trailing = true; // the reduced dims are the innermost ones
   for (int d = 0; d < rank; ++d)
@@ -506,32 +538,15 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     // One block per output element: its threads stride over the contiguous
     // reduced elements (coalesced) and combine in a fixed tree, so every
     // run adds in the same order.
-    const char *index = product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+    const char *index =
+        product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
     SmallVector<std::string> inNames;
     std::string kernel = beginKernel(inputs, result, where, inNames);
-    auto combine = [&](const std::string &a, const std::string &b) -> std::string {
-      if (isMax)
-        return integer ? a + " = " + b + " > " + a + " ? " + b + " : " + a + ";"
-                       : a + " = (" + b + " > " + a + " || isnan(" + b + ")) ? " +
-                             b + " : " + a + ";";
-      return integer ? a + " = (int64_t)((uint64_t)" + a + " + (uint64_t)" + b + ");"
-                     : a + " += " + b + ";";
-    };
     globalsOs << "  __shared__ " << accType << " partial[256];\n"
               << "  for (" << index << " o = blockIdx.x; o < " << outCount
-              << "; o += gridDim.x) {\n"
-              << "    " << index << " rest = o;\n";
-    emitUnravel(globalsOs, "    ", index, "rest", space,
-                [&](int d) { return !reduced(d); });
-    globalsOs << "    " << accType << " acc = " << init << ";\n"
-              << "    for (" << index << " r = threadIdx.x; r < " << reducedCount
-              << "; r += blockDim.x) {\n"
-              << "      " << index << " rr = r;\n";
-    emitUnravel(globalsOs, "      ", index, "rr", space, reduced);
-    std::string value = emitElementStatements(
-        globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
-    globalsOs << "      " << accumulate(value) << "\n    }\n"
-              << "    partial[threadIdx.x] = acc;\n    __syncthreads();\n"
+              << "; o += gridDim.x) {\n";
+    accumulateOutput(index, inNames, "threadIdx.x", "r += blockDim.x");
+    globalsOs << "    partial[threadIdx.x] = acc;\n    __syncthreads();\n"
               << "    for (int half = 128; half > 0; half /= 2) {\n"
               << "      if (threadIdx.x < half) "
               << combine("partial[threadIdx.x]", "partial[threadIdx.x + half]")
@@ -540,35 +555,28 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
               << "      acc = partial[0];\n"
               << "      out[o] = " << storedValue(element, finish) << ";\n"
               << "    }\n    __syncthreads();\n  }\n}\n\n";
-    launchKernel(kernel, std::max<int64_t>(1, std::min<int64_t>(outCount, 65535)),
+    launchKernel(kernel,
+                 std::max<int64_t>(1, std::min<int64_t>(outCount, 65535)),
                  inputs, result, where);
     return success();
   }
   if (target == Target::Cuda) {
     // One thread per output element walks its reduced elements: no atomics,
     // the same order of additions every run.
-    const char *index = product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+    const char *index =
+        product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
     SmallVector<std::string> inNames;
     std::string kernel = beginKernel(inputs, result, where, inNames);
     globalsOs << "  for (" << index << " o = blockIdx.x * (" << index
               << ")blockDim.x + threadIdx.x; o < " << outCount << "; o += ("
-              << index << ")gridDim.x * blockDim.x) {\n"
-              << "    " << index << " rest = o;\n";
-    emitUnravel(globalsOs, "    ", index, "rest", space,
-                [&](int d) { return !reduced(d); });
-    globalsOs << "    " << accType << " acc = " << init << ";\n"
-              << "    for (" << index << " r = 0; r < " << reducedCount
-              << "; ++r) {\n"
-              << "      " << index << " rr = r;\n";
-    emitUnravel(globalsOs, "      ", index, "rr", space, reduced);
-    std::string value = emitElementStatements(
-        globalsOs, 3, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
-    globalsOs << "      " << accumulate(value) << "\n    }\n"
-              << "    out[o] = " << storedValue(element, finish) << ";\n"
+              << index << ")gridDim.x * blockDim.x) {\n";
+    accumulateOutput(index, inNames, "0", "++r");
+    globalsOs << "    out[o] = " << storedValue(element, finish) << ";\n"
               << "  }\n}\n\n";
-    launchKernel(kernel,
-                 std::max<int64_t>(1, std::min<int64_t>((outCount + 255) / 256, 8192)),
-                 inputs, result, where);
+    launchKernel(
+        kernel,
+        std::max<int64_t>(1, std::min<int64_t>((outCount + 255) / 256, 8192)),
+        inputs, result, where);
     return success();
   }
 
@@ -595,8 +603,8 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   indent += rank;
   line() << accType << " &acc = " << accumulators << "[" << linear(outStride)
          << "];\n";
-  std::string value = emitElementStatements(bodyOs, indent, op, inputs, fusedBody,
-                                            inNames, inIndex, nullptr, nextId);
+  std::string value = emitElementStatements(
+      bodyOs, indent, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
   line() << accumulate(value) << "\n";
   indent = scopeIndent + rank;
   line() << "}\n";
@@ -639,8 +647,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
       if (inDim >= 0 && inShape[inDim] != 1)
         perDim[d] = inStrides[inDim];
     }
-    bool full = perDim == ArrayRef<int64_t>(outStrides) ||
-                product(inShape) == count;
+    bool full =
+        perDim == ArrayRef<int64_t>(outStrides) || product(inShape) == count;
     bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
     flat &= full || scalar;
     strides.push_back(perDim);
@@ -687,12 +695,13 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
       globalsOs << "    (void)rest;\n";
     }
     std::string outAt = flat ? "i" : outIndex;
-    emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames,
-                          inIndex, &outAt, nextId);
+    emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames, inIndex,
+                          &outAt, nextId);
     globalsOs << "  }\n}\n\n";
-    launchKernel(kernel,
-                 std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 8192)),
-                 inputs, result, where);
+    launchKernel(
+        kernel,
+        std::max<int64_t>(1, std::min<int64_t>((count + 255) / 256, 8192)),
+        inputs, result, where);
     return success();
   }
 
@@ -705,8 +714,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
            << " *" << name << " = " << typed(input, true) << ";\n";
     inNames.push_back(name);
   }
-  line() << storageType(tensorType(result).getElementType()) << " *out = "
-         << typed(result, false) << ";\n";
+  line() << storageType(tensorType(result).getElementType())
+         << " *out = " << typed(result, false) << ";\n";
   if (flat) {
     line() << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
   } else {
@@ -729,11 +738,13 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 //===----------------------------------------------------------------------===//
 
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
-                                          Value out, StringRef spec) {
+                                              Value out, StringRef spec) {
   // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
   // letters of one operand only, summed before the product.
-  StringRef inputs = spec.split("->").first, outLetters = spec.split("->").second;
-  StringRef aLetters = inputs.split(',').first, bLetters = inputs.split(',').second;
+  StringRef inputs = spec.split("->").first,
+            outLetters = spec.split("->").second;
+  StringRef aLetters = inputs.split(',').first,
+            bLetters = inputs.split(',').second;
   ArrayRef<int64_t> aShape = tensorType(a).getShape();
   SmallVector<int64_t> aStrides = rowMajorStrides(aShape);
   ArrayRef<int64_t> bShape = b ? tensorType(b).getShape() : ArrayRef<int64_t>();
@@ -798,7 +809,8 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
             << (b ? dtypeEnum(tensorType(b).getElementType()) : "LOOMRT_F32")
             << ", " << dtypeEnum(tensorType(out).getElementType()) << ",\n    "
             << view({{batch, true}, {m, true}, {k, true}}, aLetters, aStrides)
-            << ",\n    " << view({{aSum, true}}, aLetters, aStrides) << ",\n    "
+            << ",\n    " << view({{aSum, true}}, aLetters, aStrides)
+            << ",\n    "
             << view({{batch, true}, {k, true}, {n, true}}, bLetters, bStrides)
             << ",\n    " << view({{bSum, true}}, bLetters, bStrides)
             << ",\n    "
@@ -865,12 +877,14 @@ LogicalResult ProgramEmitter::emitConstant(ConstantOp op) {
                       "u");
     else
       items.push_back(
-          std::to_string((*(value.value_begin<APInt>() + index)).getSExtValue()) +
+          std::to_string(
+              (*(value.value_begin<APInt>() + index)).getSExtValue()) +
           "LL");
   }
-  const char *bitsType = element.isF32()                       ? "uint32_t"
-                         : element.isBF16() || element.isF16() ? "uint16_t"
-                                                               : storageType(element);
+  const char *bitsType = element.isF32() ? "uint32_t"
+                         : element.isBF16() || element.isF16()
+                             ? "uint16_t"
+                             : storageType(element);
   globalsOs << "static const " << bitsType << " " << name << "[] = {"
             << llvm::join(items, ", ") << "};\n";
   line() << "loomrt_upload(rt, " << pointer(op.getResult()) << ", " << name
@@ -882,10 +896,11 @@ LogicalResult ProgramEmitter::emitSlice(SliceOp op) {
   std::string inShape = int64Table(tensorType(op.getInput()).getShape());
   std::string start = int64Table(op.getStart());
   std::string outShape = int64Table(tensorType(op.getResult()).getShape());
-  line() << "loomrt_slice(" << dtypeEnum(tensorType(op.getInput()).getElementType())
-         << ", " << pointer(op.getInput()) << ", " << pointer(op.getResult())
-         << ", " << tensorType(op.getInput()).getRank() << ", " << inShape
-         << ", " << start << ", " << outShape << "); // loom.slice at "
+  line() << "loomrt_slice("
+         << dtypeEnum(tensorType(op.getInput()).getElementType()) << ", "
+         << pointer(op.getInput()) << ", " << pointer(op.getResult()) << ", "
+         << tensorType(op.getInput()).getRank() << ", " << inShape << ", "
+         << start << ", " << outShape << "); // loom.slice at "
          << formatSourceLoc(op.getLoc()) << "\n";
   return success();
 }
@@ -893,7 +908,9 @@ LogicalResult ProgramEmitter::emitSlice(SliceOp op) {
 LogicalResult ProgramEmitter::emitCollective(Operation *op) {
   if (failed(checkPlanned(op)))
     return failure();
-  auto dtype = [](Value v) { return dtypeEnum(tensorType(v).getElementType()); };
+  auto dtype = [](Value v) {
+    return dtypeEnum(tensorType(v).getElementType());
+  };
   auto reduction = [&](ReductionKind kind) -> FailureOr<const char *> {
     if (kind == ReductionKind::Sum)
       return "LOOMRT_SUM";
@@ -1036,7 +1053,9 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
 }
 
 LogicalResult ProgramEmitter::emitOp(Operation *op) {
-  auto dtype = [](Value v) { return dtypeEnum(tensorType(v).getElementType()); };
+  auto dtype = [](Value v) {
+    return dtypeEnum(tensorType(v).getElementType());
+  };
   auto shape = [](Value v) { return tensorType(v).getShape(); };
   auto where = [&]() { return formatSourceLoc(op->getLoc()); };
   if (isa<ReshapeOp, ShardOp, YieldOp, func::ReturnOp>(op))
@@ -1087,10 +1106,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     ArrayRef<int64_t> s = shape(softmax.getInput());
     int64_t dim = softmax.getDim();
     line() << "loomrt_softmax(" << dtype(softmax.getInput()) << ", "
-           << pointer(softmax.getInput()) << ", " << pointer(softmax.getResult())
-           << ", " << product(s.take_front(dim)) << ", " << s[dim] << ", "
-           << product(s.drop_front(dim + 1)) << "); // loom.softmax at "
-           << where() << "\n";
+           << pointer(softmax.getInput()) << ", "
+           << pointer(softmax.getResult()) << ", " << product(s.take_front(dim))
+           << ", " << s[dim] << ", " << product(s.drop_front(dim + 1))
+           << "); // loom.softmax at " << where() << "\n";
     return success();
   }
   if (isa<LayerNormOp, RMSNormOp>(op)) {
@@ -1117,10 +1136,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
            << pointer(attention.getQuery()) << ", "
            << pointer(attention.getKey()) << ", "
            << pointer(attention.getValue()) << ", "
-           << pointer(attention.getResult()) << ", "
-           << product(q.drop_back(2)) << ", " << q[rank - 2] << ", "
-           << k[rank - 2] << ", " << q[rank - 1] << ", " << v[rank - 1] << ", "
-           << (attention.getCausal() ? 1 : 0) << ", "
+           << pointer(attention.getResult()) << ", " << product(q.drop_back(2))
+           << ", " << q[rank - 2] << ", " << k[rank - 2] << ", " << q[rank - 1]
+           << ", " << v[rank - 1] << ", " << (attention.getCausal() ? 1 : 0)
+           << ", "
            << llvm::format("%.17g", attention.getScale().convertToDouble())
            << "); // loom.attention at " << where() << "\n";
     return success();
@@ -1139,10 +1158,9 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
            << tensorType(embedding.getIds()).getNumElements() << ", "
            << dtype(embedding.getTable()) << ", "
            << pointer(embedding.getTable()) << ", " << table[0] << ", "
-           << table[1] << ", "
-           << vocabStart(embedding.getVocabAxes(), table[0]) << ", "
-           << pointer(embedding.getResult()) << "); // loom.embedding at "
-           << where() << "\n";
+           << table[1] << ", " << vocabStart(embedding.getVocabAxes(), table[0])
+           << ", " << pointer(embedding.getResult())
+           << "); // loom.embedding at " << where() << "\n";
     return success();
   }
   if (auto pick = dyn_cast<PickOp>(op)) {
@@ -1166,16 +1184,15 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     line() << "loomrt_cross_entropy(rt, " << site(op) << ", "
            << dtype(ce.getLogits()) << ", " << pointer(ce.getLogits()) << ", "
            << tensorType(ce.getTargets()).getNumElements() << ", " << vocab
-           << ", " << dtype(ce.getTargets()) << ", "
-           << pointer(ce.getTargets()) << ", (float *)"
-           << pointer(ce.getResult()) << ");\n";
+           << ", " << dtype(ce.getTargets()) << ", " << pointer(ce.getTargets())
+           << ", (float *)" << pointer(ce.getResult()) << ");\n";
     return success();
   }
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     std::string shapeTable = int64Table(shape(transpose.getInput()));
     std::string perm = fresh("kPerm");
-    globalsOs << "static const int " << perm << "[] = "
-              << list(transpose.getPerm()) << ";\n";
+    globalsOs << "static const int " << perm
+              << "[] = " << list(transpose.getPerm()) << ";\n";
     line() << "loomrt_transpose(" << dtype(transpose.getInput()) << ", "
            << pointer(transpose.getInput()) << ", "
            << pointer(transpose.getResult()) << ", "
@@ -1191,10 +1208,9 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       int64_t size = shape(input)[dim];
       line() << "loomrt_insert(" << dtype(input) << ", " << pointer(input)
              << ", " << pointer(concat.getResult()) << ", "
-             << product(out.take_front(dim)) << ", " << size << ", "
-             << out[dim] << ", " << start << ", "
-             << product(out.drop_front(dim + 1)) << "); // loom.concat at "
-             << where() << "\n";
+             << product(out.take_front(dim)) << ", " << size << ", " << out[dim]
+             << ", " << start << ", " << product(out.drop_front(dim + 1))
+             << "); // loom.concat at " << where() << "\n";
       start += size;
     }
     return success();
@@ -1235,40 +1251,6 @@ LogicalResult ProgramEmitter::emitBlock(Block &block) {
 //===----------------------------------------------------------------------===//
 // The model's description
 //===----------------------------------------------------------------------===//
-
-/// Synthetic integer inputs must be valid ids: the smallest table or
-/// vocabulary they index (16 when they index none).
-int64_t ProgramEmitter::intBound(BlockArgument input) {
-  int64_t bound = std::numeric_limits<int64_t>::max();
-  SmallVector<Value> work{input};
-  while (!work.empty()) {
-    Value value = work.pop_back_val();
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      auto groupSize = [&](std::optional<ArrayAttr> axes) -> int64_t {
-        if (!axes)
-          return 1;
-        SmallVector<StringAttr> names;
-        for (Attribute a : *axes)
-          names.push_back(cast<StringAttr>(a));
-        return countDevices(mesh, names, /*countManual=*/false);
-      };
-      if (auto embedding = dyn_cast<EmbeddingOp>(user))
-        bound = std::min(bound, tensorType(embedding.getTable()).getShape()[0] *
-                                    groupSize(embedding.getVocabAxes()));
-      else if (auto pick = dyn_cast<PickOp>(user))
-        bound = std::min(bound, tensorType(pick.getLogits()).getShape().back() *
-                                    groupSize(pick.getVocabAxes()));
-      else if (auto ce = dyn_cast<CrossEntropyOp>(user))
-        bound = std::min(bound, tensorType(ce.getLogits()).getShape().back());
-      else if (isa<ReshapeOp, ShardOp, AllSliceOp, AllGatherOp, AllToAllOp,
-                   CollectivePermuteOp, TransposeOp, SliceOp>(user))
-        for (Value result : user->getResults())
-          work.push_back(result);
-    }
-  }
-  return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;
-}
 
 void ProgramEmitter::emitTables(raw_ostream &os) {
   auto describe = [&](raw_ostream &out, StringRef name, Type localType,
@@ -1319,8 +1301,8 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
         << orZero(local) << ", " << orZero(counts) << ", {"
         << (dimAxes.empty() ? std::string("{0}") : llvm::join(dimAxes, ", "))
         << "}, " << offset << ", " << initKind << ", "
-        << llvm::format("%.17g", a) << ", " << llvm::format("%.17g", b)
-        << ", " << bound << "},\n";
+        << llvm::format("%.17g", a) << ", " << llvm::format("%.17g", b) << ", "
+        << bound << "},\n";
   };
   auto shardingOf = [&](DictionaryAttr attrs) {
     return attrs ? attrs.getAs<ShardingAttr>(LoomDialect::kShardingAttrName)
@@ -1334,7 +1316,8 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
     unsigned index = argument.getArgNumber();
     DictionaryAttr attrs = model.getArgAttrDict(index);
     int64_t offset =
-        model.getArgAttrOfType<IntegerAttr>(index, LoomDialect::kOffsetAttrName).getInt();
+        model.getArgAttrOfType<IntegerAttr>(index, LoomDialect::kOffsetAttrName)
+            .getInt();
     if (auto name = attrs.getAs<StringAttr>(LoomDialect::kParamAttrName)) {
       describe(paramsOs, name.getValue(), argument.getType(), shardingOf(attrs),
                offset, attrs.getAs<InitAttr>(LoomDialect::kInitAttrName), 0);
@@ -1344,7 +1327,7 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
       bool isInt = !isFloat(tensorType(argument).getElementType());
       describe(inputsOs, input ? input.getValue() : StringRef("input"),
                argument.getType(), shardingOf(attrs), offset, InitAttr(),
-               isInt ? intBound(argument) : 0);
+               isInt ? syntheticIdBound(argument) : 0);
       ++numInputs;
     }
   }
@@ -1366,8 +1349,7 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
       os << "static const loomrt_tensor *const " << name << " = nullptr;\n";
       return;
     }
-    os << "static const loomrt_tensor " << name << "[] = {\n"
-       << rows << "};\n";
+    os << "static const loomrt_tensor " << name << "[] = {\n" << rows << "};\n";
   };
   table("kParams", params, numParams);
   table("kInputs", inputs, numInputs);
@@ -1380,8 +1362,8 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
     os << "static const char *const *const kAxisNames = nullptr;\n"
        << "static const int64_t *const kAxisSizes = nullptr;\n\n";
   } else {
-    os << "static const char *const kAxisNames[] = {"
-       << llvm::join(names, ", ") << "};\n";
+    os << "static const char *const kAxisNames[] = {" << llvm::join(names, ", ")
+       << "};\n";
     os << "static const int64_t kAxisSizes[] = " << list(mesh.getAxisSizes())
        << ";\n\n";
   }
@@ -1392,7 +1374,8 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
      << "    " << numParams << ", kParams, " << numInputs << ", kInputs, "
      << numOutputs << ", kOutputs,\n"
      << "    "
-     << model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName).getInt()
+     << model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName)
+            .getInt()
      << ", step};\n\n";
 }
 
@@ -1415,8 +1398,8 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
       os << (i ? ", " : "") << cast<StringAttr>(name).getValue() << "=" << size;
   os << "]. Build: loomc " << source
      << (target == Target::Cuda ? " --target=cuda" : "")
-     << " -o model; run: mpirun -np "
-     << (mesh ? mesh.getNumDevices() : 1) << " ./model\n\n"
+     << " -o model; run: mpirun -np " << (mesh ? mesh.getNumDevices() : 1)
+     << " ./model\n\n"
      << "#include \"loomrt.h\"\n\n";
   bool cuda = target == Target::Cuda;
   if (cuda)
@@ -1455,10 +1438,17 @@ LogicalResult loom::emitProgram(ModuleOp module, StringRef source,
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(LoomDialect::kModelAttrName))
       models.push_back(func);
-  if (models.size() != 1)
+  if (models.empty())
     return module.emitError()
-           << "an executable runs one model; the file defines "
-           << models.size();
+           << "an executable runs one model; the file defines none";
+  if (models.size() > 1) {
+    InFlightDiagnostic error =
+        models[1].emitError()
+        << "an executable runs one model, but this file defines "
+        << models.size() << "; keep one per file";
+    error.attachNote(models[0].getLoc()) << "the first model is here";
+    return error;
+  }
   SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
   if (meshes.size() > 1)
     return module.emitError() << "an executable runs on one mesh; the file "

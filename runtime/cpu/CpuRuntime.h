@@ -15,6 +15,8 @@ namespace loomrt {
 /// library an executable links (cpu/Kernels.cpp or cuda/Kernels.cu).
 struct DeviceOps {
   const char *name;
+  /// Whether the arena is host memory that MPI can move (the CPU backend).
+  bool hostMemory;
   /// The arena the step gets; may return `host` itself.
   char *(*allocate)(char *host, size_t bytes);
   void (*upload)(char *device, const char *host, size_t bytes);

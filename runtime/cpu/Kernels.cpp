@@ -59,7 +59,8 @@ bool isDense(const loomrt_view &view, int first, int last) {
 
 /// Widens `count` elements starting at `offset` to f32 (a plain copy for
 /// f32), so the loops that follow see one type and vectorise.
-void widen(int dtype, const void *base, int64_t offset, int64_t count, float *dst) {
+void widen(int dtype, const void *base, int64_t offset, int64_t count,
+           float *dst) {
   switch (dtype) {
   case LOOMRT_F32:
     memcpy(dst, static_cast<const float *>(base) + offset, size_t(count) * 4);
@@ -114,13 +115,17 @@ void contractIntegers(const loomrt_contraction *c, const void *a, const void *b,
   // Integer contractions wrap around in their own type; rare and small, so a
   // plain loop over (batch, m, n, k) index tuples.
   int nb = c->num_batch, nm = c->num_m, nn = c->num_n, nk = c->num_k;
-  int64_t batch = product(c->a.size, 0, nb), m = product(c->a.size, nb, nb + nm),
+  int64_t batch = product(c->a.size, 0, nb),
+          m = product(c->a.size, nb, nb + nm),
           k = product(c->a.size, nb + nm, nb + nm + nk),
           n = product(c->b.size, nb + nk, nb + nk + nn);
   std::vector<int64_t> aOff, bOff, oOff;
-  forEachOffset(c->a, 0, c->a.num_dims, 0, [&](int64_t o) { aOff.push_back(o); });
-  forEachOffset(c->b, 0, c->b.num_dims, 0, [&](int64_t o) { bOff.push_back(o); });
-  forEachOffset(c->out, 0, c->out.num_dims, 0, [&](int64_t o) { oOff.push_back(o); });
+  forEachOffset(c->a, 0, c->a.num_dims, 0,
+                [&](int64_t o) { aOff.push_back(o); });
+  forEachOffset(c->b, 0, c->b.num_dims, 0,
+                [&](int64_t o) { bOff.push_back(o); });
+  forEachOffset(c->out, 0, c->out.num_dims, 0,
+                [&](int64_t o) { oOff.push_back(o); });
   auto sumOver = [&](const loomrt_view &sum, int dtype, const void *base,
                      int64_t offset) {
     if (sum.num_dims == 0)
@@ -135,8 +140,10 @@ void contractIntegers(const loomrt_contraction *c, const void *a, const void *b,
       for (int64_t ni = 0; ni < n; ++ni) {
         uint64_t acc = 0;
         for (int64_t ki = 0; ki < k; ++ki)
-          acc += uint64_t(sumOver(c->a_sum, c->a_dtype, a, aOff[(bi * m + mi) * k + ki])) *
-                 uint64_t(sumOver(c->b_sum, c->b_dtype, b, bOff[(bi * k + ki) * n + ni]));
+          acc += uint64_t(sumOver(c->a_sum, c->a_dtype, a,
+                                  aOff[(bi * m + mi) * k + ki])) *
+                 uint64_t(sumOver(c->b_sum, c->b_dtype, b,
+                                  bOff[(bi * k + ki) * n + ni]));
         int64_t value = int64_t(acc);
         if (c->out_dtype == LOOMRT_I32)
           value = int32_t(uint32_t(acc));
@@ -151,22 +158,42 @@ void grow(std::vector<float> &buffer, size_t size) {
     buffer.resize(size);
 }
 
+/// Replaces row[j] by exp(row[j] - max) and returns their sum; `maximum` is
+/// set to the row's max. Two loops, so that the exp one vectorises
+/// (libmvec's expf): the sum cannot without reassociating it.
+float expShiftedSum(float *row, int64_t n, float &maximum) {
+  maximum = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j)
+    maximum = std::max(maximum, row[j]);
+  for (int64_t j = 0; j < n; ++j)
+    row[j] = std::exp(row[j] - maximum);
+  float total = 0.0f;
+  for (int64_t j = 0; j < n; ++j)
+    total += row[j];
+  return total;
+}
+
 } // namespace
 
 // The CPU runs the step on the host arena itself.
 const DeviceOps &loomrt::deviceOps() {
-  static const DeviceOps ops = {
-      "host", [](char *host, size_t) { return host; },
-      [](char *, const char *, size_t) {}, [](char *, const char *, size_t) {},
-      [] {}, [](char *, char *) {}};
+  static const DeviceOps ops = {"host",
+                                true,
+                                [](char *host, size_t) { return host; },
+                                [](char *, const char *, size_t) {},
+                                [](char *, const char *, size_t) {},
+                                [] {},
+                                [](char *, char *) {}};
   return ops;
 }
 
-extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src, int64_t bytes) {
+extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src,
+                            int64_t bytes) {
   memmove(dst, src, size_t(bytes));
 }
 
-extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src, int64_t bytes) {
+extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src,
+                              int64_t bytes) {
   memcpy(dst, src, size_t(bytes));
 }
 
@@ -205,7 +232,8 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
     return;
   }
   int nb = c->num_batch, nm = c->num_m, nn = c->num_n, nk = c->num_k;
-  int64_t batch = product(c->a.size, 0, nb), m = product(c->a.size, nb, nb + nm),
+  int64_t batch = product(c->a.size, 0, nb),
+          m = product(c->a.size, nb, nb + nm),
           k = product(c->a.size, nb + nm, nb + nm + nk),
           n = product(c->b.size, nb + nk, nb + nk + nn);
   double start = gemmClockStart(rt);
@@ -255,7 +283,8 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
     pack(c->b_dtype, b, c->b, c->b_sum, nb, nk, bPacked.data());
     ldb = n;
   }
-  bool outDirect = c->out_dtype == LOOMRT_F32 && isDense(c->out, 0, c->out.num_dims);
+  bool outDirect =
+      c->out_dtype == LOOMRT_F32 && isDense(c->out, 0, c->out.num_dims);
   float *cData = static_cast<float *>(out);
   if (!outDirect) {
     grow(cPacked, size_t(batch * m * n));
@@ -276,10 +305,12 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
       continue;
     }
     cblas_sgemm(CblasRowMajor, aTrans ? CblasTrans : CblasNoTrans,
-                bTrans ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, aData,
-                int(lda), bData, int(ldb), 0.0f, cData + bi * m * n, int(n));
+                bTrans ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+                1.0f, aData, int(lda), bData, int(ldb), 0.0f,
+                cData + bi * m * n, int(n));
   }
-  if (!outDirect && c->out_dtype == LOOMRT_BF16 && isDense(c->out, 0, c->out.num_dims)) {
+  if (!outDirect && c->out_dtype == LOOMRT_BF16 &&
+      isDense(c->out, 0, c->out.num_dims)) {
     uint16_t *dst = static_cast<uint16_t *>(out);
     for (int64_t i = 0; i < batch * m * n; ++i)
       dst[i] = loomrt_f32_to_bf16(cData[i]);
@@ -306,9 +337,9 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   gemmClockStop(rt, start);
 }
 
-extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *out,
-                              int rank, const int64_t *shape, uint32_t mask,
-                              double scale) {
+extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
+                              void *out, int rank, const int64_t *shape,
+                              uint32_t mask, double scale) {
   // Output index of each input element: strides of the kept dimensions.
   int64_t outStride[LOOMRT_MAX_RANK], stride = 1, outCount = 1;
   for (int d = rank - 1; d >= 0; --d) {
@@ -328,11 +359,14 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
     --firstReduced;
   if (!isInteger(dtype) && firstReduced < rank &&
       (mask & ((1u << firstReduced) - 1)) == 0) {
-    int64_t rows = product(shape, 0, firstReduced), n = product(shape, firstReduced, rank);
+    int64_t rows = product(shape, 0, firstReduced),
+            n = product(shape, firstReduced, rank);
     std::vector<float> row(static_cast<size_t>(n));
     for (int64_t r = 0; r < rows; ++r) {
       widen(dtype, in, r * n, n, row.data());
-      float acc = reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity() : 0.0f;
+      float acc = reduction == LOOMRT_MAX
+                      ? -std::numeric_limits<float>::infinity()
+                      : 0.0f;
       if (reduction == LOOMRT_MAX) {
         for (int64_t j = 0; j < n; ++j)
           acc = (row[j] > acc || std::isnan(row[j])) ? row[j] : acc;
@@ -357,22 +391,23 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
     }
   };
   if (isInteger(dtype)) {
-    std::vector<int64_t> acc(size_t(outCount), reduction == LOOMRT_MAX
-                                                   ? std::numeric_limits<int64_t>::min()
-                                                   : 0);
+    std::vector<int64_t> acc(
+        size_t(outCount),
+        reduction == LOOMRT_MAX ? std::numeric_limits<int64_t>::min() : 0);
     for (int64_t i = 0; i < total; ++i) {
       int64_t v = loadInt(dtype, in, i);
-      acc[o] = reduction == LOOMRT_MAX ? std::max(acc[o], v)
-                                       : int64_t(uint64_t(acc[o]) + uint64_t(v));
+      acc[o] = reduction == LOOMRT_MAX
+                   ? std::max(acc[o], v)
+                   : int64_t(uint64_t(acc[o]) + uint64_t(v));
       advance();
     }
     for (int64_t j = 0; j < outCount; ++j)
       storeInt(dtype, out, j, acc[j]);
     return;
   }
-  std::vector<float> acc(size_t(outCount),
-                         reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity()
-                                                 : 0.0f);
+  std::vector<float> acc(
+      size_t(outCount),
+      reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity() : 0.0f);
   for (int64_t i = 0; i < total; ++i) {
     float v = load(dtype, in, i);
     if (reduction == LOOMRT_MAX)
@@ -382,33 +417,28 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
     advance();
   }
   for (int64_t j = 0; j < outCount; ++j)
-    store(dtype, out, j, reduction == LOOMRT_MAX ? acc[j] : float(acc[j] * scale));
+    store(dtype, out, j,
+          reduction == LOOMRT_MAX ? acc[j] : float(acc[j] * scale));
 }
 
-extern "C" void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer,
-                               int64_t n, int64_t inner) {
+extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
+                               int64_t outer, int64_t n, int64_t inner) {
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * n * inner + i;
-      float maximum = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t j = 0; j < n; ++j)
         row[j] = load(dtype, in, base + j * inner);
-        maximum = std::max(maximum, row[j]);
-      }
-      for (int64_t j = 0; j < n; ++j)
-        row[j] = std::exp(row[j] - maximum);
-      float total = 0.0f;
-      for (int64_t j = 0; j < n; ++j)
-        total += row[j];
+      float maximum;
+      float total = expShiftedSum(row.data(), n, maximum);
       for (int64_t j = 0; j < n; ++j)
         store(dtype, out, base + j * inner, row[j] / total);
     }
 }
 
-extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype, const void *scale,
-                            const void *bias, void *out, int64_t rows, int64_t n,
-                            double eps, int rms) {
+extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
+                            const void *scale, const void *bias, void *out,
+                            int64_t rows, int64_t n, double eps, int rms) {
   std::vector<float> row(static_cast<size_t>(n)), gain(static_cast<size_t>(n)),
       shift(static_cast<size_t>(n), 0.0f);
   widen(scaleDtype, scale, 0, n, gain.data());
@@ -434,14 +464,15 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype, const void
   }
 }
 
-extern "C" void loomrt_attention(int dtype, const void *q, const void *k, const void *v,
-                                 void *out, int64_t batch, int64_t s, int64_t t,
-                                 int64_t e, int64_t f, int causal, double scale) {
+extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
+                                 const void *v, void *out, int64_t batch,
+                                 int64_t s, int64_t t, int64_t e, int64_t f,
+                                 int causal, double scale) {
   // Per batch: scores = q k^T (one GEMM), masked row softmax, then p v (one
   // GEMM); everything in f32, rounded once at the end.
-  std::vector<float> qData(static_cast<size_t>(s * e)), kData(static_cast<size_t>(t * e)),
-      vData(static_cast<size_t>(t * f)), scores(static_cast<size_t>(s * t)),
-      result(static_cast<size_t>(s * f));
+  std::vector<float> qData(static_cast<size_t>(s * e)),
+      kData(static_cast<size_t>(t * e)), vData(static_cast<size_t>(t * f)),
+      scores(static_cast<size_t>(s * t)), result(static_cast<size_t>(s * f));
   for (int64_t b = 0; b < batch; ++b) {
     widen(dtype, q, b * s * e, s * e, qData.data());
     widen(dtype, k, b * t * e, t * e, kData.data());
@@ -452,31 +483,24 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k, const 
     for (int64_t i = 0; i < s; ++i) {
       float *row = scores.data() + i * t;
       int64_t visible = causal ? std::min(t, i + 1) : t;
-      float maximum = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < visible; ++j)
-        maximum = std::max(maximum, row[j]);
-      // Two loops: the first vectorises (libmvec's expf), the sum cannot
-      // without reassociating it.
-      for (int64_t j = 0; j < visible; ++j)
-        row[j] = std::exp(row[j] - maximum);
-      float total = 0.0f;
-      for (int64_t j = 0; j < visible; ++j)
-        total += row[j];
+      float maximum;
+      float total = expShiftedSum(row, visible, maximum);
       for (int64_t j = 0; j < visible; ++j)
         row[j] /= total;
       for (int64_t j = visible; j < t; ++j)
         row[j] = 0.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s), int(f), int(t), 1.0f,
-                scores.data(), int(t), vData.data(), int(f), 0.0f, result.data(), int(f));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s), int(f),
+                int(t), 1.0f, scores.data(), int(t), vData.data(), int(f), 0.0f,
+                result.data(), int(f));
     for (int64_t j = 0; j < s * f; ++j)
       store(dtype, out, b * s * f + j, result[j]);
   }
 }
 
-extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count, int dtype,
-                                 const void *table, int64_t rows, int64_t width,
-                                 int64_t vocabStart, void *out) {
+extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count,
+                                 int dtype, const void *table, int64_t rows,
+                                 int64_t width, int64_t vocabStart, void *out) {
   size_t bytes = dtype == LOOMRT_F32 ? 4 : 2;
   for (int64_t i = 0; i < count; ++i) {
     int64_t row = loadInt(idsDtype, ids, i) - vocabStart;
@@ -489,30 +513,35 @@ extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count, i
   }
 }
 
-static void failTarget(loomrt_ctx *rt, const char *site, int64_t target, int64_t position,
-                       int64_t vocab) {
+static void failTarget(loomrt_ctx *rt, const char *site, int64_t target,
+                       int64_t position, int64_t vocab) {
   std::string message = "target " + std::to_string(target) + " at position " +
                         std::to_string(position) + " is outside [0, " +
                         std::to_string(vocab) + ")";
   loomrt_fail(rt, site, message.c_str());
 }
 
-extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
-                            int64_t count, int64_t vocab, int targetsDtype,
-                            const void *targets, int64_t vocabStart, int64_t vocabTotal,
+extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
+                            const void *logits, int64_t count, int64_t vocab,
+                            int targetsDtype, const void *targets,
+                            int64_t vocabStart, int64_t vocabTotal,
                             float *out) {
   for (int64_t i = 0; i < count; ++i) {
     int64_t target = loadInt(targetsDtype, targets, i);
     if (target < 0 || target >= vocabTotal)
       failTarget(rt, site, target, i, vocabTotal);
     int64_t column = target - vocabStart;
-    out[i] = column >= 0 && column < vocab ? load(dtype, logits, i * vocab + column) : 0.0f;
+    out[i] = column >= 0 && column < vocab
+                 ? load(dtype, logits, i * vocab + column)
+                 : 0.0f;
   }
 }
 
-extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype,
-                                     const void *logits, int64_t count, int64_t vocab,
-                                     int targetsDtype, const void *targets, float *out) {
+extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,
+                                     int dtype, const void *logits,
+                                     int64_t count, int64_t vocab,
+                                     int targetsDtype, const void *targets,
+                                     float *out) {
   std::vector<float> row(static_cast<size_t>(vocab));
   float total = 0.0f;
   for (int64_t i = 0; i < count; ++i) {
@@ -520,14 +549,8 @@ extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype
     if (target < 0 || target >= vocab)
       failTarget(rt, site, target, i, vocab);
     widen(dtype, logits, i * vocab, vocab, row.data());
-    float maximum = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < vocab; ++j)
-      maximum = std::max(maximum, row[j]);
-    for (int64_t j = 0; j < vocab; ++j)
-      row[j] = std::exp(row[j] - maximum);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < vocab; ++j)
-      sum += row[j];
+    float maximum;
+    float sum = expShiftedSum(row.data(), vocab, maximum);
     total += maximum + std::log(sum) - load(dtype, logits, i * vocab + target);
   }
   *out = count ? total / float(count) : NAN;
@@ -535,7 +558,7 @@ extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype
 
 extern "C" void loomrt_transpose(int dtype, const void *in, void *out, int rank,
                                  const int64_t *shape, const int *perm) {
-  size_t bytes = (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
+  size_t bytes = elementBytes(dtype);
   int64_t inStride[LOOMRT_MAX_RANK], stride = 1;
   for (int d = rank - 1; d >= 0; --d) {
     inStride[d] = stride;
@@ -555,10 +578,9 @@ extern "C" void loomrt_transpose(int dtype, const void *in, void *out, int rank,
   });
 }
 
-
-extern "C" void loomrt_extract(int dtype, const void *in, void *out, int64_t outer,
-                               int64_t inDim, int64_t outDim, int64_t start,
-                               int64_t inner) {
+extern "C" void loomrt_extract(int dtype, const void *in, void *out,
+                               int64_t outer, int64_t inDim, int64_t outDim,
+                               int64_t start, int64_t inner) {
   size_t row = size_t(outDim * inner) * elementBytes(dtype);
   for (int64_t o = 0; o < outer; ++o)
     memcpy(static_cast<char *>(out) + o * row,
@@ -567,9 +589,9 @@ extern "C" void loomrt_extract(int dtype, const void *in, void *out, int64_t out
            row);
 }
 
-extern "C" void loomrt_insert(int dtype, const void *in, void *out, int64_t outer,
-                              int64_t inDim, int64_t outDim, int64_t start,
-                              int64_t inner) {
+extern "C" void loomrt_insert(int dtype, const void *in, void *out,
+                              int64_t outer, int64_t inDim, int64_t outDim,
+                              int64_t start, int64_t inner) {
   size_t row = size_t(inDim * inner) * elementBytes(dtype);
   for (int64_t o = 0; o < outer; ++o)
     memcpy(static_cast<char *>(out) +

@@ -6,6 +6,7 @@
 // message instead of hanging.
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
+#include "runtime/Elements.h"
 #include "runtime/InitialValues.h"
 #include "runtime/Safetensors.h"
 #include "runtime/cpu/CpuRuntime.h"
@@ -79,8 +80,10 @@ std::string axesText(const loomrt_ctx *rt, const int *axes, int numAxes) {
   return out + "]";
 }
 
-[[noreturn]] void abortJob(loomrt_ctx *rt, const std::string &message, int code) {
-  fprintf(stderr, "loom: %s: error: %s\n", meshPosition(rt).c_str(), message.c_str());
+[[noreturn]] void abortJob(loomrt_ctx *rt, const std::string &message,
+                           int code) {
+  fprintf(stderr, "loom: %s: error: %s\n", meshPosition(rt).c_str(),
+          message.c_str());
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   _exit(code);
@@ -93,10 +96,6 @@ void checkMpi(loomrt_ctx *rt, int status, const std::string &what) {
   int length = 0;
   MPI_Error_string(status, text, &length);
   abortJob(rt, what + ": MPI failed: " + std::string(text, size_t(length)), 4);
-}
-
-size_t elementBytes(int dtype) {
-  return (dtype == LOOMRT_F32 || dtype == LOOMRT_I32) ? 4 : dtype == LOOMRT_I64 ? 8 : 2;
 }
 
 const char *dtypeText(int dtype) {
@@ -136,7 +135,8 @@ MPI_Op mpiOp(loomrt_ctx *rt, int dtype, int reduction) {
   return reduction == LOOMRT_MAX ? MPI_MAX : MPI_SUM;
 }
 
-void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests, const std::string &what);
+void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests,
+           const std::string &what);
 
 /// The communicator over `axes`, made on first use. Splitting blocks until
 /// every rank arrives, so a watched barrier goes first: a rank that never
@@ -168,7 +168,8 @@ MPI_Comm communicator(loomrt_ctx *rt, const int *axes, int numAxes,
 }
 
 /// Waits for `requests`, ending the job when the watchdog's time runs out.
-void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests, const std::string &what) {
+void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests,
+           const std::string &what) {
   double start = now();
   for (long spins = 0;; ++spins) {
     int done = 0;
@@ -184,11 +185,12 @@ void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests, const std::string
       nanosleep(&pause, nullptr);
     }
     if (now() - start > rt->timeout)
-      abortJob(rt,
-               format("%s did not complete within %g s (--collective-timeout); "
-                      "another rank failed, stopped or runs a different program",
-                      what.c_str(), rt->timeout),
-               3);
+      abortJob(
+          rt,
+          format("%s did not complete within %g s (--collective-timeout); "
+                 "another rank failed, stopped or runs a different program",
+                 what.c_str(), rt->timeout),
+          3);
   }
 }
 
@@ -206,15 +208,16 @@ void barrier(loomrt_ctx *rt, const char *what) {
           [&](MPI_Request *r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); });
 }
 
-std::string describe(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
-                     const char *site) {
+std::string describe(loomrt_ctx *rt, const char *op, const int *axes,
+                     int numAxes, const char *site) {
   // The collectives here move host memory over MPI; a device backend's
   // arena needs NCCL or the loopback mode, which are not built yet.
-  if (strcmp(deviceOps().name, "host") != 0)
+  if (!deviceOps().hostMemory)
     abortJob(rt,
              format("%s over %s (%s): the %s backend runs one rank and has no "
                     "collectives yet; compile for a mesh of one device",
-                    op, axesText(rt, axes, numAxes).c_str(), site, deviceOps().name),
+                    op, axesText(rt, axes, numAxes).c_str(), site,
+                    deviceOps().name),
              8);
   // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
   // rank back before its first collective.
@@ -226,8 +229,9 @@ std::string describe(loomrt_ctx *rt, const char *op, const int *axes, int numAxe
           stallRank == rt->worldRank)
         usleep(useconds_t(seconds * 1e6));
     }
-  return format("collective #%llu %s over %s (%s)", (unsigned long long)rt->sequence++,
-                op, axesText(rt, axes, numAxes).c_str(), site);
+  return format("collective #%llu %s over %s (%s)",
+                (unsigned long long)rt->sequence++, op,
+                axesText(rt, axes, numAxes).c_str(), site);
 }
 
 } // namespace
@@ -236,15 +240,20 @@ std::string describe(loomrt_ctx *rt, const char *op, const int *axes, int numAxe
 // Internal API for the kernels
 //===----------------------------------------------------------------------===//
 
-std::vector<float> &loomrt::scratch(loomrt_ctx *rt, int slot) { return rt->scratch[slot]; }
+std::vector<float> &loomrt::scratch(loomrt_ctx *rt, int slot) {
+  return rt->scratch[slot];
+}
 double loomrt::gemmClockStart(loomrt_ctx *) { return now(); }
-void loomrt::gemmClockStop(loomrt_ctx *rt, double start) { rt->gemmSeconds += now() - start; }
+void loomrt::gemmClockStop(loomrt_ctx *rt, double start) {
+  rt->gemmSeconds += now() - start;
+}
 
 //===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//
 
-extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes, int numAxes) {
+extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes,
+                                     int numAxes) {
   int64_t index = 0;
   for (int i = 0; i < numAxes; ++i)
     index = index * rt->model->axis_sizes[axes[i]] + rt->coords[axes[i]];
@@ -258,28 +267,32 @@ static int64_t groupSize(loomrt_ctx *rt, const int *axes, int numAxes) {
   return n;
 }
 
-extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site, const char *message) {
+extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site,
+                            const char *message) {
   abortJob(rt, std::string(site) + ": " + message, 5);
 }
 
-extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site, const int *axes,
-                                  int numAxes, int dtype, int reduction, const void *in,
-                                  void *out, int64_t count) {
+extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
+                                  const int *axes, int numAxes, int dtype,
+                                  int reduction, const void *in, void *out,
+                                  int64_t count) {
   std::string what = describe(
       rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
       numAxes, site);
   MPI_Comm comm = communicator(rt, axes, numAxes, what);
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
-           MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count), mpiType(dtype),
-                          mpiOp(rt, dtype, reduction), comm, &request[0]),
+           MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
+                          mpiType(dtype), mpiOp(rt, dtype, reduction), comm,
+                          &request[0]),
            what);
   await(rt, request, what);
 }
 
-extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site, const int *axes,
-                                  int numAxes, int dtype, const void *in, void *out,
-                                  int64_t outer, int64_t chunk) {
+extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
+                                  const int *axes, int numAxes, int dtype,
+                                  const void *in, void *out, int64_t outer,
+                                  int64_t chunk) {
   std::string what = describe(rt, "all_gather", axes, numAxes, site);
   MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t n = groupSize(rt, axes, numAxes);
@@ -287,8 +300,8 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site, const int *a
   std::vector<char> gathered(piece * size_t(n));
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
-           MPI_Iallgather(in, int(piece), MPI_BYTE, gathered.data(), int(piece), MPI_BYTE,
-                          comm, &request[0]),
+           MPI_Iallgather(in, int(piece), MPI_BYTE, gathered.data(), int(piece),
+                          MPI_BYTE, comm, &request[0]),
            what);
   await(rt, request, what);
   // [n][outer][chunk] -> [outer][n][chunk]
@@ -299,10 +312,10 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site, const int *a
              gathered.data() + r * piece + o * row, row);
 }
 
-extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site, const int *axes,
-                                      int numAxes, int dtype, int reduction,
-                                      const void *in, void *out, int64_t outer,
-                                      int64_t chunk) {
+extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
+                                      const int *axes, int numAxes, int dtype,
+                                      int reduction, const void *in, void *out,
+                                      int64_t outer, int64_t chunk) {
   std::string what = describe(rt, "reduce_scatter", axes, numAxes, site);
   MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t n = groupSize(rt, axes, numAxes);
@@ -315,25 +328,28 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site, const in
              static_cast<const char *>(in) + (o * n + r) * row, row);
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
-           MPI_Ireduce_scatter_block(packed.data(), out, int(outer * chunk),
-                                     mpiType(dtype), mpiOp(rt, dtype, reduction), comm,
-                                     &request[0]),
+           MPI_Ireduce_scatter_block(
+               packed.data(), out, int(outer * chunk), mpiType(dtype),
+               mpiOp(rt, dtype, reduction), comm, &request[0]),
            what);
   await(rt, request, what);
 }
 
-extern "C" void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int numAxes, int dtype,
-                                 const void *in, void *out, int64_t outer, int64_t chunk) {
-  int64_t n = groupSize(rt, axes, numAxes), r = loomrt_group_rank(rt, axes, numAxes);
+extern "C" void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int numAxes,
+                                 int dtype, const void *in, void *out,
+                                 int64_t outer, int64_t chunk) {
+  int64_t n = groupSize(rt, axes, numAxes),
+          r = loomrt_group_rank(rt, axes, numAxes);
   size_t row = size_t(chunk) * elementBytes(dtype);
   for (int64_t o = 0; o < outer; ++o)
     memcpy(static_cast<char *>(out) + o * row,
            static_cast<const char *>(in) + (o * n + r) * row, row);
 }
 
-extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *axes,
-                                  int numAxes, int dtype, const void *in, void *out,
-                                  int rank, const int64_t *shape, int splitDim,
+extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
+                                  const int *axes, int numAxes, int dtype,
+                                  const void *in, void *out, int rank,
+                                  const int64_t *shape, int splitDim,
                                   int concatDim) {
   std::string what = describe(rt, "all_to_all", axes, numAxes, site);
   MPI_Comm comm = communicator(rt, axes, numAxes, what);
@@ -353,13 +369,13 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *a
   int64_t chunk = shape[splitDim] / n;
   std::vector<char> send(size_t(total) * bytes), receive(size_t(total) * bytes);
   for (int64_t r = 0; r < n; ++r)
-    loomrt_extract(dtype, in, send.data() + size_t(r * pieceElems) * bytes, outer,
-                   shape[splitDim], chunk, r * chunk, inner);
+    loomrt_extract(dtype, in, send.data() + size_t(r * pieceElems) * bytes,
+                   outer, shape[splitDim], chunk, r * chunk, inner);
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
            MPI_Ialltoall(send.data(), int(size_t(pieceElems) * bytes), MPI_BYTE,
-                         receive.data(), int(size_t(pieceElems) * bytes), MPI_BYTE, comm,
-                         &request[0]),
+                         receive.data(), int(size_t(pieceElems) * bytes),
+                         MPI_BYTE, comm, &request[0]),
            what);
   await(rt, request, what);
   // Piece from rank r lands at chunk r of concatDim.
@@ -373,35 +389,39 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *a
   for (int d = concatDim + 1; d < rank; ++d)
     cInner *= pieceShape[d];
   for (int64_t r = 0; r < n; ++r)
-    loomrt_insert(dtype, receive.data() + size_t(r * pieceElems) * bytes, out, cOuter,
-                  pieceShape[concatDim], pieceShape[concatDim] * n,
+    loomrt_insert(dtype, receive.data() + size_t(r * pieceElems) * bytes, out,
+                  cOuter, pieceShape[concatDim], pieceShape[concatDim] * n,
                   r * pieceShape[concatDim], cInner);
 }
 
 extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
-                                          const int *axes, int numAxes, int dtype,
-                                          const void *in, void *out, int64_t count,
-                                          const int64_t *pairs, int numPairs) {
+                                          const int *axes, int numAxes,
+                                          int dtype, const void *in, void *out,
+                                          int64_t count, const int64_t *pairs,
+                                          int numPairs) {
   std::string what = describe(rt, "collective_permute", axes, numAxes, site);
   MPI_Comm comm = communicator(rt, axes, numAxes, what);
   int64_t me = loomrt_group_rank(rt, axes, numAxes);
   size_t bytes = size_t(count) * elementBytes(dtype);
-  std::vector<char> copy(static_cast<const char *>(in), static_cast<const char *>(in) + bytes);
+  std::vector<char> copy(static_cast<const char *>(in),
+                         static_cast<const char *>(in) + bytes);
   std::vector<MPI_Request> requests;
   bool received = false;
   for (int p = 0; p < numPairs; ++p) {
     int64_t source = pairs[2 * p], target = pairs[2 * p + 1];
     if (source == me) {
       requests.emplace_back();
-      checkMpi(rt, MPI_Isend(copy.data(), int(bytes), MPI_BYTE, int(target), 7, comm,
-                             &requests.back()),
+      checkMpi(rt,
+               MPI_Isend(copy.data(), int(bytes), MPI_BYTE, int(target), 7,
+                         comm, &requests.back()),
                what);
     }
     if (target == me) {
       received = true;
       requests.emplace_back();
-      checkMpi(rt, MPI_Irecv(out, int(bytes), MPI_BYTE, int(source), 7, comm,
-                             &requests.back()),
+      checkMpi(rt,
+               MPI_Irecv(out, int(bytes), MPI_BYTE, int(source), 7, comm,
+                         &requests.back()),
                what);
     }
   }
@@ -410,16 +430,19 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
   await(rt, requests, what);
 }
 
-extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site, const int *axes,
-                                 int numAxes, int dtype, const void *in, void *out,
-                                 int64_t count, int64_t root) {
+extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
+                                 const int *axes, int numAxes, int dtype,
+                                 const void *in, void *out, int64_t count,
+                                 int64_t root) {
   std::string what = describe(rt, "broadcast", axes, numAxes, site);
   MPI_Comm comm = communicator(rt, axes, numAxes, what);
   size_t bytes = size_t(count) * elementBytes(dtype);
   if (in != out)
     memcpy(out, in, bytes);
   std::vector<MPI_Request> request(1);
-  checkMpi(rt, MPI_Ibcast(out, int(bytes), MPI_BYTE, int(root), comm, &request[0]), what);
+  checkMpi(rt,
+           MPI_Ibcast(out, int(bytes), MPI_BYTE, int(root), comm, &request[0]),
+           what);
   await(rt, request, what);
 }
 
@@ -428,26 +451,28 @@ static int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
   return int(((rt->coords[axis] + offset) % size + size) % size);
 }
 
-extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis, int64_t offset,
-                            int dtype, const void *in, int64_t count) {
+extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
+                            int64_t offset, int dtype, const void *in,
+                            int64_t count) {
   std::string what = describe(rt, "send", &axis, 1, site);
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
            MPI_Isend(in, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                     neighbour(rt, axis, offset), 9, communicator(rt, &axis, 1, what),
-                     &request[0]),
+                     neighbour(rt, axis, offset), 9,
+                     communicator(rt, &axis, 1, what), &request[0]),
            what);
   await(rt, request, what);
 }
 
-extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis, int64_t offset,
-                            int dtype, void *out, int64_t count) {
+extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
+                            int64_t offset, int dtype, void *out,
+                            int64_t count) {
   std::string what = describe(rt, "recv", &axis, 1, site);
   std::vector<MPI_Request> request(1);
   checkMpi(rt,
            MPI_Irecv(out, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                     neighbour(rt, axis, offset), 9, communicator(rt, &axis, 1, what),
-                     &request[0]),
+                     neighbour(rt, axis, offset), 9,
+                     communicator(rt, &axis, 1, what), &request[0]),
            what);
   await(rt, request, what);
 }
@@ -539,16 +564,24 @@ const char *kUsage =
     "Runs model %s (compiled by loomc from %s) on a mesh of %lld rank(s).\n"
     "\n"
     "options:\n"
-    "  --seed N                 seed of the initial values and synthetic inputs (default 0)\n"
-    "  --inputs FILE            model inputs from a safetensors file (global tensors);\n"
-    "                           otherwise synthetic inputs derived from the seed\n"
-    "  --params FILE            parameters from a safetensors file; otherwise the\n"
+    "  --seed N                 seed of the initial values and synthetic "
+    "inputs (default 0)\n"
+    "  --inputs FILE            model inputs from a safetensors file (global "
+    "tensors);\n"
+    "                           otherwise synthetic inputs derived from the "
+    "seed\n"
+    "  --params FILE            parameters from a safetensors file; otherwise "
+    "the\n"
     "                           deterministic initialisers of the model\n"
-    "  --out FILE               write the model's outputs (global tensors) as safetensors\n"
-    "  --save-params FILE       write the parameters (global tensors) as safetensors\n"
+    "  --out FILE               write the model's outputs (global tensors) as "
+    "safetensors\n"
+    "  --save-params FILE       write the parameters (global tensors) as "
+    "safetensors\n"
     "  --steps N                run N steps (default 1; 10 with --bench)\n"
-    "  --bench                  time the steps: median per rank and the share in GEMMs\n"
-    "  --collective-timeout S   end the job when a collective waits S seconds (default 300)\n"
+    "  --bench                  time the steps: median per rank and the share "
+    "in GEMMs\n"
+    "  --collective-timeout S   end the job when a collective waits S seconds "
+    "(default 300)\n"
     "  --help                   print this help\n";
 
 bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
@@ -573,9 +606,10 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       char *end = nullptr;
       errno = 0;
       out = strtod(value.c_str(), &end);
-      if (value.empty() || *end || errno || (integer && out != std::floor(out)) || out < 0) {
-        error = name + " needs a non-negative " + (integer ? "integer" : "number") +
-                ", not '" + value + "'";
+      if (value.empty() || *end || errno ||
+          (integer && out != std::floor(out)) || out < 0) {
+        error = name + " needs a non-negative " +
+                (integer ? "integer" : "number") + ", not '" + value + "'";
         return false;
       }
       return true;
@@ -635,23 +669,24 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
 }
 
 /// Fills a tensor's local piece from its initialiser.
-void initialise(loomrt_ctx *rt, const loomrt_tensor &t, char *arena, uint64_t seed) {
+void initialise(loomrt_ctx *rt, const loomrt_tensor &t, char *arena,
+                uint64_t seed) {
   uint64_t hash = fnv1a64(t.name);
   size_t bytes = elementBytes(t.dtype);
   char *base = arena + t.arena_offset;
   forEachRun(rt, t, [&](int64_t local, int64_t global, int64_t length) {
     for (int64_t i = 0; i < length; ++i)
       storeRounded(t.dtype,
-                   initialValue(t.init, t.init_a, t.init_b, t.int_bound, seed, hash,
-                                uint64_t(global + i)),
+                   initialValue(t.init, t.init_a, t.init_b, t.int_bound, seed,
+                                hash, uint64_t(global + i)),
                    base + size_t(local + i) * bytes);
   });
 }
 
 /// Reads each tensor's local piece from a safetensors file; every rank checks
 /// the same header, so a bad file ends every rank with the same message.
-bool load(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors, int count,
-          const char *what, char *arena, std::string &error) {
+bool load(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
+          int count, const char *what, char *arena, std::string &error) {
   SafetensorsHeader header;
   if (!readSafetensorsHeader(path, header, error))
     return false;
@@ -659,17 +694,19 @@ bool load(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     const loomrt_tensor &t = tensors[i];
     const TensorEntry *entry = header.find(t.name);
     if (!entry) {
-      error = path + ": no tensor '" + t.name + "' (the " + what + " " + t.name + " is " +
-              typeText(t) + ")";
+      error = path + ": no tensor '" + t.name + "' (the " + what + " " +
+              t.name + " is " + typeText(t) + ")";
       return false;
     }
-    bool sameShape = int(entry->shape.size()) == t.rank &&
-                     std::equal(entry->shape.begin(), entry->shape.end(), t.global_shape);
+    bool sameShape =
+        int(entry->shape.size()) == t.rank &&
+        std::equal(entry->shape.begin(), entry->shape.end(), t.global_shape);
     if (int(entry->dtype) != t.dtype || !sameShape) {
-      std::string found = dtypeText(int(entry->dtype)) +
-                          shapeText(int(entry->shape.size()), entry->shape.data());
-      error = path + ": tensor '" + t.name + "' is " + found + " but the " + what + " is " +
-              typeText(t);
+      std::string found =
+          dtypeText(int(entry->dtype)) +
+          shapeText(int(entry->shape.size()), entry->shape.data());
+      error = path + ": tensor '" + t.name + "' is " + found + " but the " +
+              what + " is " + typeText(t);
       return false;
     }
   }
@@ -685,13 +722,15 @@ bool load(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     bool ok = true;
     forEachRun(rt, t, [&](int64_t local, int64_t global, int64_t length) {
       size_t size = size_t(length) * bytes;
-      off_t offset = off_t(header.dataStart + entry->begin + size_t(global) * bytes);
-      if (ok && pread(fd, arena + t.arena_offset + size_t(local) * bytes, size, offset) !=
-                    ssize_t(size))
+      off_t offset =
+          off_t(header.dataStart + entry->begin + size_t(global) * bytes);
+      if (ok && pread(fd, arena + t.arena_offset + size_t(local) * bytes, size,
+                      offset) != ssize_t(size))
         ok = false;
     });
     if (!ok) {
-      error = path + ": reading tensor '" + t.name + "' failed: " + strerror(errno);
+      error =
+          path + ": reading tensor '" + t.name + "' failed: " + strerror(errno);
       close(fd);
       return false;
     }
@@ -710,7 +749,8 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     TensorEntry entry;
     entry.name = tensors[i].name;
     entry.dtype = DType(tensors[i].dtype);
-    entry.shape.assign(tensors[i].global_shape, tensors[i].global_shape + tensors[i].rank);
+    entry.shape.assign(tensors[i].global_shape,
+                       tensors[i].global_shape + tensors[i].rank);
     entries.push_back(entry);
   }
   uint64_t dataStart = 0;
@@ -726,12 +766,14 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     if (fd >= 0)
       close(fd);
   }
-  watched(rt, "sharing whether " + path + " could be created", [&](MPI_Request *r) {
-    return MPI_Ibcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD, r);
-  });
+  watched(rt, "sharing whether " + path + " could be created",
+          [&](MPI_Request *r) {
+            return MPI_Ibcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD, r);
+          });
   if (status != 0) {
     if (rt->worldRank == 0)
-      fprintf(stderr, "loom: error: cannot write %s: %s\n", path.c_str(), strerror(status));
+      fprintf(stderr, "loom: error: cannot write %s: %s\n", path.c_str(),
+              strerror(status));
     MPI_Finalize();
     exit(1);
   }
@@ -744,8 +786,10 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     size_t bytes = elementBytes(t.dtype);
     forEachRun(rt, t, [&](int64_t local, int64_t global, int64_t length) {
       size_t size = size_t(length) * bytes;
-      off_t offset = off_t(dataStart + entries[i].begin + size_t(global) * bytes);
-      if (!failed && pwrite(fd, data[i] + size_t(local) * bytes, size, offset) != ssize_t(size))
+      off_t offset =
+          off_t(dataStart + entries[i].begin + size_t(global) * bytes);
+      if (!failed && pwrite(fd, data[i] + size_t(local) * bytes, size,
+                            offset) != ssize_t(size))
         failed = errno ? errno : EIO;
     });
   }
@@ -753,12 +797,13 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     close(fd);
   int anyFailed = 0;
   watched(rt, "sharing whether " + path + " was written", [&](MPI_Request *r) {
-    return MPI_Iallreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, r);
+    return MPI_Iallreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX,
+                          MPI_COMM_WORLD, r);
   });
   if (anyFailed) {
     if (failed)
-      fprintf(stderr, "loom: rank %d: error: writing %s failed: %s\n", rt->worldRank,
-              path.c_str(), strerror(failed));
+      fprintf(stderr, "loom: rank %d: error: writing %s failed: %s\n",
+              rt->worldRank, path.c_str(), strerror(failed));
     MPI_Finalize();
     exit(1);
   }
@@ -776,34 +821,9 @@ void report(loomrt_ctx *rt, char *arena) {
       size_t bytes = elementBytes(t.dtype);
       forEachRun(rt, t, [&](int64_t start, int64_t, int64_t length) {
         for (int64_t e = start; e < start + length; ++e) {
-          const char *p = base + size_t(e) * bytes;
-          double v;
-          switch (t.dtype) {
-          case LOOMRT_F32: {
-            float f;
-            memcpy(&f, p, 4);
-            v = f;
-            break;
-          }
-          case LOOMRT_BF16:
-          case LOOMRT_F16: {
-            uint16_t h;
-            memcpy(&h, p, 2);
-            v = t.dtype == LOOMRT_BF16 ? loomrt_bf16_to_f32(h) : loomrt_f16_to_f32(h);
-            break;
-          }
-          case LOOMRT_I32: {
-            int32_t x;
-            memcpy(&x, p, 4);
-            v = x;
-            break;
-          }
-          default: {
-            int64_t x;
-            memcpy(&x, p, 8);
-            v = double(x);
-          }
-          }
+          double v = isInteger(t.dtype)
+                         ? double(loadInt(t.dtype, base, e))
+                         : double(loomrt::load(t.dtype, base, e));
           local[0] += v;
           local[1] = std::max(local[1], std::fabs(v));
         }
@@ -811,18 +831,20 @@ void report(loomrt_ctx *rt, char *arena) {
     }
     double sum = 0.0, largest = 0.0;
     watched(rt, "summing the outputs", [&](MPI_Request *r) {
-      return MPI_Ireduce(&local[0], &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, r);
+      return MPI_Ireduce(&local[0], &sum, 1, MPI_DOUBLE, MPI_SUM, 0,
+                         MPI_COMM_WORLD, r);
     });
     watched(rt, "summing the outputs", [&](MPI_Request *r) {
-      return MPI_Ireduce(&local[1], &largest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, r);
+      return MPI_Ireduce(&local[1], &largest, 1, MPI_DOUBLE, MPI_MAX, 0,
+                         MPI_COMM_WORLD, r);
     });
     if (rt->worldRank != 0)
       continue;
     if (t.rank == 0)
       printf("%s = %.9g\n", t.name, sum);
     else
-      printf("%s: %s sum = %.9g, max|x| = %.9g\n", t.name, typeText(t).c_str(), sum,
-             largest);
+      printf("%s: %s sum = %.9g, max|x| = %.9g\n", t.name, typeText(t).c_str(),
+             sum, largest);
   }
   fflush(stdout);
 }
@@ -869,17 +891,20 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   }
   if (rt->worldSize != meshRanks && model->num_axes == 0) {
     if (leader)
-      fprintf(stderr,
-              "%s: error: model %s declares no mesh and runs on 1 rank, but this "
-              "job has %d; run it alone or with mpirun -np 1\n",
-              argv[0], model->name, rt->worldSize);
+      fprintf(
+          stderr,
+          "%s: error: model %s declares no mesh and runs on 1 rank, but this "
+          "job has %d; run it alone or with mpirun -np 1\n",
+          argv[0], model->name, rt->worldSize);
     return finish(2);
   }
   if (rt->worldSize != meshRanks) {
     if (leader)
       fprintf(stderr,
-              "%s: error: model %s was compiled for the mesh [%s] of %lld rank%s, but "
-              "this job has %d; run it with mpirun -np %lld, or recompile with loomc "
+              "%s: error: model %s was compiled for the mesh [%s] of %lld "
+              "rank%s, but "
+              "this job has %d; run it with mpirun -np %lld, or recompile with "
+              "loomc "
               "--mesh for a mesh of %d\n",
               argv[0], model->name, meshText.c_str(), (long long)meshRanks,
               meshRanks == 1 ? "" : "s", rt->worldSize, (long long)meshRanks,
@@ -894,23 +919,27 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     rest /= model->axis_sizes[a];
   }
   for (int half = 0; half < 2; ++half) {
-    MPI_Op_create(half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, false>
-                       : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, false>,
-                  1, &rt->halfSum[half]);
-    MPI_Op_create(half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, true>
-                       : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, true>,
-                  1, &rt->halfMax[half]);
+    MPI_Op_create(
+        half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, false>
+             : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, false>,
+        1, &rt->halfSum[half]);
+    MPI_Op_create(
+        half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, true>
+             : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, true>,
+        1, &rt->halfMax[half]);
   }
 
   size_t arenaBytes = size_t((model->arena_bytes + 63) / 64 * 64);
-  char *arena = static_cast<char *>(aligned_alloc(64, arenaBytes ? arenaBytes : 64));
+  char *arena =
+      static_cast<char *>(aligned_alloc(64, arenaBytes ? arenaBytes : 64));
   if (!arena)
-    abortJob(rt, format("cannot allocate the arena of %zu bytes", arenaBytes), 6);
+    abortJob(rt, format("cannot allocate the arena of %zu bytes", arenaBytes),
+             6);
   memset(arena, 0, arenaBytes);
 
   // Parameters and inputs: from files, or from the seed.
-  auto fill = [&](const std::string &path, const loomrt_tensor *tensors, int count,
-                  const char *what) {
+  auto fill = [&](const std::string &path, const loomrt_tensor *tensors,
+                  int count, const char *what) {
     if (path.empty()) {
       for (int i = 0; i < count; ++i)
         initialise(rt, tensors[i], arena, options.seed);
@@ -930,7 +959,9 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   const DeviceOps &device = deviceOps();
   char *deviceArena = device.allocate(arena, arenaBytes);
   if (!deviceArena)
-    abortJob(rt, format("cannot allocate the %s arena of %zu bytes", device.name, arenaBytes),
+    abortJob(rt,
+             format("cannot allocate the %s arena of %zu bytes", device.name,
+                    arenaBytes),
              6);
   if (deviceArena != arena)
     device.upload(deviceArena, arena, arenaBytes);
@@ -938,7 +969,8 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   std::vector<double> stepSeconds;
   double gemmTotal = 0.0;
   if (options.bench) {
-    model->step(rt, deviceArena); // warm-up: page faults, BLAS buffers, communicators
+    model->step(
+        rt, deviceArena); // warm-up: page faults, BLAS buffers, communicators
     device.synchronize();
   }
   for (long s = 0; s < options.steps; ++s) {
@@ -963,15 +995,19 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     double share = total > 0 ? gemmTotal / total : 0.0;
     double maxMedian = 0.0, sumShare = 0.0;
     watched(rt, "collecting step times", [&](MPI_Request *r) {
-      return MPI_Ireduce(&median, &maxMedian, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, r);
+      return MPI_Ireduce(&median, &maxMedian, 1, MPI_DOUBLE, MPI_MAX, 0,
+                         MPI_COMM_WORLD, r);
     });
     watched(rt, "collecting step times", [&](MPI_Request *r) {
-      return MPI_Ireduce(&share, &sumShare, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, r);
+      return MPI_Ireduce(&share, &sumShare, 1, MPI_DOUBLE, MPI_SUM, 0,
+                         MPI_COMM_WORLD, r);
     });
     if (leader)
-      printf("bench: %ld steps on %d ranks: median step %.3f ms (slowest rank), "
-             "GEMMs %.1f%% of step time (mean over ranks)\n",
-             options.steps, rt->worldSize, maxMedian * 1e3, 100.0 * sumShare / rt->worldSize);
+      printf(
+          "bench: %ld steps on %d ranks: median step %.3f ms (slowest rank), "
+          "GEMMs %.1f%% of step time (mean over ranks)\n",
+          options.steps, rt->worldSize, maxMedian * 1e3,
+          100.0 * sumShare / rt->worldSize);
     fflush(stdout);
   }
 

@@ -21,9 +21,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,7 +34,8 @@ namespace {
 void check(cudaError_t status, const char *what) {
   if (status == cudaSuccess)
     return;
-  fprintf(stderr, "loom: error: CUDA: %s: %s\n", what, cudaGetErrorString(status));
+  fprintf(stderr, "loom: error: CUDA: %s: %s\n", what,
+          cudaGetErrorString(status));
   exit(7);
 }
 
@@ -59,13 +60,16 @@ struct Device {
 Device &device() {
   static Device d;
   if (!d.stream) {
-    check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "creating a stream");
+    check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking),
+          "creating a stream");
     check(cublasLtCreate(&d.lt), "creating the cuBLASLt handle");
     check(cublasCreate(&d.blas), "creating the cuBLAS handle");
     check(cublasSetStream(d.blas, d.stream), "setting the cuBLAS stream");
     // Exact f32 products for f32 GEMMs: no TF32.
-    check(cublasSetMathMode(d.blas, CUBLAS_DEFAULT_MATH), "setting the math mode");
-    check(cudaMalloc(&d.workspace, d.workspaceBytes), "allocating the cuBLASLt workspace");
+    check(cublasSetMathMode(d.blas, CUBLAS_DEFAULT_MATH),
+          "setting the math mode");
+    check(cudaMalloc(&d.workspace, d.workspaceBytes),
+          "allocating the cuBLASLt workspace");
   }
   return d;
 }
@@ -74,7 +78,8 @@ void *scratch(int slot, size_t bytes) {
   Device &d = device();
   if (d.scratchBytes[slot] < bytes) {
     if (d.scratch[slot]) {
-      check(cudaStreamSynchronize(d.stream), "synchronising before growing scratch");
+      check(cudaStreamSynchronize(d.stream),
+            "synchronising before growing scratch");
       check(cudaFree(d.scratch[slot]), "freeing scratch");
     }
     size_t grown = std::max(bytes, d.scratchBytes[slot] * 2);
@@ -85,7 +90,8 @@ void *scratch(int slot, size_t bytes) {
 }
 
 int blocksFor(int64_t count, int threads = 256) {
-  return int(std::max<int64_t>(1, std::min<int64_t>((count + threads - 1) / threads, 65535)));
+  return int(std::max<int64_t>(
+      1, std::min<int64_t>((count + threads - 1) / threads, 65535)));
 }
 
 /// A strided view passed by value to kernels.
@@ -133,8 +139,9 @@ bool isDense(const loomrt_view &v) {
 
 /// Gathers a strided view (summing over `sum`) into a dense buffer of
 /// `outDtype` (the operand's own type, or f32 when summing or mixing).
-__global__ void packKernel(int dtype, const void *in, View view, View sum, int64_t sumCount,
-                           int outDtype, void *out, int64_t count) {
+__global__ void packKernel(int dtype, const void *in, View view, View sum,
+                           int64_t sumCount, int outDtype, void *out,
+                           int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t base = offsetOf(view, i);
@@ -144,7 +151,8 @@ __global__ void packKernel(int dtype, const void *in, View view, View sum, int64
     if (outDtype == dtype && sumCount == 1) {
       // A plain copy keeps bf16/f16 bits exactly.
       if (elementBytes(dtype) == 2)
-        static_cast<uint16_t *>(out)[i] = static_cast<const uint16_t *>(in)[base];
+        static_cast<uint16_t *>(out)[i] =
+            static_cast<const uint16_t *>(in)[base];
       else
         store(outDtype, out, i, acc);
     } else {
@@ -153,16 +161,17 @@ __global__ void packKernel(int dtype, const void *in, View view, View sum, int64
   }
 }
 
-__global__ void scatterKernel(const float *in, int outDtype, void *out, View view,
-                              int64_t count) {
+__global__ void scatterKernel(const float *in, int outDtype, void *out,
+                              View view, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x)
     store(outDtype, out, offsetOf(view, i), in[i]);
 }
 
-__global__ void integerContractKernel(const void *a, int aDtype, View aView, const void *b,
-                                      int bDtype, View bView, void *out, int outDtype,
-                                      View outView, int64_t batch, int64_t m, int64_t n,
+__global__ void integerContractKernel(const void *a, int aDtype, View aView,
+                                      const void *b, int bDtype, View bView,
+                                      void *out, int outDtype, View outView,
+                                      int64_t batch, int64_t m, int64_t n,
                                       int64_t k) {
   int64_t count = batch * m * n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
@@ -170,8 +179,11 @@ __global__ void integerContractKernel(const void *a, int aDtype, View aView, con
     int64_t bi = i / (m * n), mi = i / n % m, ni = i % n;
     uint64_t acc = 0;
     for (int64_t ki = 0; ki < k; ++ki)
-      acc += uint64_t(loadInt(aDtype, a, offsetOf(aView, (bi * m + mi) * k + ki))) *
-             uint64_t(b ? loadInt(bDtype, b, offsetOf(bView, (bi * k + ki) * n + ni)) : 1);
+      acc += uint64_t(
+                 loadInt(aDtype, a, offsetOf(aView, (bi * m + mi) * k + ki))) *
+             uint64_t(
+                 b ? loadInt(bDtype, b, offsetOf(bView, (bi * k + ki) * n + ni))
+                   : 1);
     int64_t o = offsetOf(outView, i);
     if (outDtype == LOOMRT_I32)
       static_cast<int32_t *>(out)[o] = int32_t(uint32_t(acc));
@@ -181,7 +193,9 @@ __global__ void integerContractKernel(const void *a, int aDtype, View aView, con
 }
 
 cudaDataType_t cudaType(int dtype) {
-  return dtype == LOOMRT_BF16 ? CUDA_R_16BF : dtype == LOOMRT_F16 ? CUDA_R_16F : CUDA_R_32F;
+  return dtype == LOOMRT_BF16  ? CUDA_R_16BF
+         : dtype == LOOMRT_F16 ? CUDA_R_16F
+                               : CUDA_R_32F;
 }
 
 int64_t product(const int64_t *sizes, int first, int last) {
@@ -202,8 +216,8 @@ struct GemmPlan {
 
 /// Row-major C[batch][m][n] = A[batch][m][k] * B[batch][k][n], all dense, by
 /// cuBLASLt in column-major terms: C^T = B^T A^T.
-void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c, int64_t batch,
-          int64_t m, int64_t n, int64_t k) {
+void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
+          int64_t batch, int64_t m, int64_t n, int64_t k) {
   Device &d = device();
   static std::map<std::array<int64_t, 6>, GemmPlan> plans;
   std::array<int64_t, 6> key = {inDtype, outDtype, batch, m, n, k};
@@ -212,44 +226,48 @@ void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c, int6
     GemmPlan plan;
     check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "matmul descriptor");
-    check(cublasLtMatrixLayoutCreate(&plan.la, cudaType(inDtype), uint64_t(n), uint64_t(k),
-                                     int64_t(n)),
+    check(cublasLtMatrixLayoutCreate(&plan.la, cudaType(inDtype), uint64_t(n),
+                                     uint64_t(k), int64_t(n)),
           "layout of B");
-    check(cublasLtMatrixLayoutCreate(&plan.lb, cudaType(inDtype), uint64_t(k), uint64_t(m),
-                                     int64_t(k)),
+    check(cublasLtMatrixLayoutCreate(&plan.lb, cudaType(inDtype), uint64_t(k),
+                                     uint64_t(m), int64_t(k)),
           "layout of A");
-    check(cublasLtMatrixLayoutCreate(&plan.lc, cudaType(outDtype), uint64_t(n), uint64_t(m),
-                                     int64_t(n)),
+    check(cublasLtMatrixLayoutCreate(&plan.lc, cudaType(outDtype), uint64_t(n),
+                                     uint64_t(m), int64_t(n)),
           "layout of C");
     if (batch > 1) {
       int count = int(batch);
       int64_t strides[3] = {n * k, k * m, n * m};
       cublasLtMatrixLayout_t layouts[3] = {plan.la, plan.lb, plan.lc};
       for (int i = 0; i < 3; ++i) {
-        check(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                               &count, sizeof count),
+        check(cublasLtMatrixLayoutSetAttribute(
+                  layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                  sizeof count),
               "batch count");
-        check(cublasLtMatrixLayoutSetAttribute(layouts[i],
-                                               CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                               &strides[i], sizeof strides[i]),
+        check(cublasLtMatrixLayoutSetAttribute(
+                  layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                  &strides[i], sizeof strides[i]),
               "batch stride");
       }
     }
     cublasLtMatmulPreference_t preference;
     check(cublasLtMatmulPreferenceCreate(&preference), "preference");
-    check(cublasLtMatmulPreferenceSetAttribute(preference,
-                                               CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                               &d.workspaceBytes, sizeof d.workspaceBytes),
+    check(cublasLtMatmulPreferenceSetAttribute(
+              preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+              &d.workspaceBytes, sizeof d.workspaceBytes),
           "workspace size");
     cublasLtMatmulHeuristicResult_t heuristic;
     int results = 0;
-    check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.la, plan.lb, plan.lc, plan.lc,
-                                         preference, 1, &heuristic, &results),
+    check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.la, plan.lb,
+                                         plan.lc, plan.lc, preference, 1,
+                                         &heuristic, &results),
           "choosing an algorithm");
     cublasLtMatmulPreferenceDestroy(preference);
     if (results == 0) {
-      fprintf(stderr, "loom: error: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM\n",
-              (long long)m, (long long)n, (long long)k);
+      fprintf(
+          stderr,
+          "loom: error: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM\n",
+          (long long)m, (long long)n, (long long)k);
       exit(7);
     }
     plan.algo = heuristic.algo;
@@ -257,8 +275,9 @@ void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c, int6
   }
   const GemmPlan &plan = found->second;
   float alpha = 1.0f, beta = 0.0f;
-  check(cublasLtMatmul(d.lt, plan.op, &alpha, b, plan.la, a, plan.lb, &beta, c, plan.lc, c,
-                       plan.lc, &plan.algo, d.workspace, d.workspaceBytes, d.stream),
+  check(cublasLtMatmul(d.lt, plan.op, &alpha, b, plan.la, a, plan.lb, &beta, c,
+                       plan.lc, c, plan.lc, &plan.algo, d.workspace,
+                       d.workspaceBytes, d.stream),
         "GEMM");
 }
 
@@ -271,6 +290,7 @@ void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c, int6
 const DeviceOps &loomrt::deviceOps() {
   static const DeviceOps ops = {
       "CUDA",
+      false,
       [](char *, size_t bytes) -> char * {
         void *p = nullptr;
         check(cudaMalloc(&p, bytes ? bytes : 64), "allocating the arena");
@@ -278,10 +298,12 @@ const DeviceOps &loomrt::deviceOps() {
         return static_cast<char *>(p);
       },
       [](char *dst, const char *src, size_t bytes) {
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copying the arena in");
+        check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+              "copying the arena in");
       },
       [](char *dst, const char *src, size_t bytes) {
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copying the arena out");
+        check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
+              "copying the arena out");
       },
       [] { check(cudaStreamSynchronize(device().stream), "running the step"); },
       [](char *deviceArena, char *) { cudaFree(deviceArena); }};
@@ -290,14 +312,18 @@ const DeviceOps &loomrt::deviceOps() {
 
 extern "C" void *loomrt_stream(loomrt_ctx *) { return device().stream; }
 
-extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src, int64_t bytes) {
+extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src,
+                            int64_t bytes) {
   if (dst != src)
-    check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice, device().stream),
+    check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice,
+                          device().stream),
           "copying within the arena");
 }
 
-extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src, int64_t bytes) {
-  check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyHostToDevice, device().stream),
+extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src,
+                              int64_t bytes) {
+  check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyHostToDevice,
+                        device().stream),
         "uploading a constant");
 }
 
@@ -305,17 +331,18 @@ extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src, int64_t 
 // Contractions
 //===----------------------------------------------------------------------===//
 
-extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c, const void *a,
-                                const void *b, void *out) {
+extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
+                                const void *a, const void *b, void *out) {
   Device &d = device();
   int nb = c->num_batch, nm = c->num_m, nn = c->num_n, nk = c->num_k;
-  int64_t batch = product(c->a.size, 0, nb), m = product(c->a.size, nb, nb + nm),
+  int64_t batch = product(c->a.size, 0, nb),
+          m = product(c->a.size, nb, nb + nm),
           k = product(c->a.size, nb + nm, nb + nm + nk),
           n = product(c->b.size, nb + nk, nb + nk + nn);
   if (c->out_dtype == LOOMRT_I32 || c->out_dtype == LOOMRT_I64) {
     integerContractKernel<<<blocksFor(batch * m * n), 256, 0, d.stream>>>(
-        a, c->a_dtype, toView(c->a), b, c->b_dtype, toView(c->b), out, c->out_dtype,
-        toView(c->out), batch, m, n, k);
+        a, c->a_dtype, toView(c->a), b, c->b_dtype, toView(c->b), out,
+        c->out_dtype, toView(c->out), batch, m, n, k);
     check(cudaGetLastError(), "integer contraction");
     return;
   }
@@ -326,14 +353,16 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c, const
                  c->b_sum.num_dims == 0)
                     ? c->a_dtype
                     : LOOMRT_F32;
-  auto operand = [&](int slot, const void *data, int dtype, const loomrt_view &view,
+  auto operand = [&](int slot, const void *data, int dtype,
+                     const loomrt_view &view,
                      const loomrt_view &sum) -> const void * {
     if (dtype == inDtype && sum.num_dims == 0 && isDense(view))
       return data;
     int64_t count = countOf(view), sumCount = countOf(sum);
     void *packed = scratch(slot, size_t(count) * elementBytes(inDtype));
-    packKernel<<<blocksFor(count), 256, 0, d.stream>>>(dtype, data, toView(view), toView(sum),
-                                                      sumCount, inDtype, packed, count);
+    packKernel<<<blocksFor(count), 256, 0, d.stream>>>(
+        dtype, data, toView(view), toView(sum), sumCount, inDtype, packed,
+        count);
     check(cudaGetLastError(), "packing a GEMM operand");
     return packed;
   };
@@ -345,7 +374,8 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c, const
     if (!deviceOne) {
       check(cudaMalloc(&deviceOne, sizeof(float)), "allocating a constant");
       float host = 1.0f;
-      check(cudaMemcpy(deviceOne, &host, sizeof host, cudaMemcpyHostToDevice), "a constant");
+      check(cudaMemcpy(deviceOne, &host, sizeof host, cudaMemcpyHostToDevice),
+            "a constant");
     }
     bData = deviceOne;
     n = 1;
@@ -353,11 +383,14 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c, const
   } else {
     bData = operand(1, b, c->b_dtype, c->b, c->b_sum);
   }
-  bool outDense = isDense(c->out) && (c->out_dtype == LOOMRT_F32 || c->out_dtype == inDtype);
+  bool outDense = isDense(c->out) &&
+                  (c->out_dtype == LOOMRT_F32 || c->out_dtype == inDtype);
   int gemmOut = outDense ? c->out_dtype : LOOMRT_F32;
   void *cData = outDense ? out : scratch(2, size_t(batch * m * n) * 4);
   if (k == 0) {
-    check(cudaMemsetAsync(cData, 0, size_t(batch * m * n) * elementBytes(gemmOut), d.stream),
+    check(cudaMemsetAsync(cData, 0,
+                          size_t(batch * m * n) * elementBytes(gemmOut),
+                          d.stream),
           "an empty contraction");
   } else {
     // cuBLASLt wants A, B and C of one type except for f32 outputs of
@@ -366,9 +399,9 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c, const
   }
   if (!outDense) {
     int64_t count = batch * m * n;
-    scatterKernel<<<blocksFor(count), 256, 0, d.stream>>>(static_cast<const float *>(cData),
-                                                         c->out_dtype, out, toView(c->out),
-                                                         count);
+    scatterKernel<<<blocksFor(count), 256, 0, d.stream>>>(
+        static_cast<const float *>(cData), c->out_dtype, out, toView(c->out),
+        count);
     check(cudaGetLastError(), "storing a GEMM result");
   }
 }
@@ -387,7 +420,8 @@ template <bool Max> __device__ float blockReduce(float value, float *shared) {
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
     if (t < half)
-      shared[t] = Max ? fmaxf(shared[t], shared[t + half]) : shared[t] + shared[t + half];
+      shared[t] = Max ? fmaxf(shared[t], shared[t + half])
+                      : shared[t] + shared[t + half];
     __syncthreads();
   }
   float result = shared[0];
@@ -395,8 +429,9 @@ template <bool Max> __device__ float blockReduce(float value, float *shared) {
   return result;
 }
 
-__global__ void rowReduceKernel(int dtype, int reduction, const void *in, void *out,
-                                int64_t rows, int64_t n, float scale) {
+__global__ void rowReduceKernel(int dtype, int reduction, const void *in,
+                                void *out, int64_t rows, int64_t n,
+                                float scale) {
   __shared__ float shared[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
@@ -417,8 +452,9 @@ struct Shape {
 };
 
 /// Any reduction: one thread per output element walks its reduced elements.
-__global__ void reduceKernel(int dtype, int reduction, const void *in, void *out, Shape shape,
-                             uint32_t mask, int64_t outCount, int64_t reducedCount,
+__global__ void reduceKernel(int dtype, int reduction, const void *in,
+                             void *out, Shape shape, uint32_t mask,
+                             int64_t outCount, int64_t reducedCount,
                              float scale) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outCount;
        o += int64_t(gridDim.x) * blockDim.x) {
@@ -451,7 +487,8 @@ __global__ void reduceKernel(int dtype, int reduction, const void *in, void *out
                                        : int64_t(uint64_t(iacc) + uint64_t(x));
       } else {
         float x = load(dtype, in, linear);
-        acc = reduction == LOOMRT_MAX ? (x > acc || isnan(x) ? x : acc) : acc + x;
+        acc =
+            reduction == LOOMRT_MAX ? (x > acc || isnan(x) ? x : acc) : acc + x;
       }
     }
     if (dtype == LOOMRT_I32)
@@ -463,8 +500,8 @@ __global__ void reduceKernel(int dtype, int reduction, const void *in, void *out
   }
 }
 
-__global__ void softmaxKernel(int dtype, const void *in, void *out, int64_t outer, int64_t n,
-                              int64_t inner) {
+__global__ void softmaxKernel(int dtype, const void *in, void *out,
+                              int64_t outer, int64_t n, int64_t inner) {
   int64_t rows = outer * inner;
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
@@ -476,13 +513,14 @@ __global__ void softmaxKernel(int dtype, const void *in, void *out, int64_t oute
     for (int64_t j = 0; j < n; ++j)
       total += expf(load(dtype, in, base + j * inner) - maximum);
     for (int64_t j = 0; j < n; ++j)
-      store(dtype, out, base + j * inner, expf(load(dtype, in, base + j * inner) - maximum) / total);
+      store(dtype, out, base + j * inner,
+            expf(load(dtype, in, base + j * inner) - maximum) / total);
   }
 }
 
-__global__ void normKernel(int dtype, const void *x, int scaleDtype, const void *scale,
-                           const void *bias, void *out, int64_t rows, int64_t n, float eps,
-                           int rms) {
+__global__ void normKernel(int dtype, const void *x, int scaleDtype,
+                           const void *scale, const void *bias, void *out,
+                           int64_t rows, int64_t n, float eps, int rms) {
   __shared__ float shared[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float sum = 0.0f;
@@ -494,9 +532,11 @@ __global__ void normKernel(int dtype, const void *x, int scaleDtype, const void 
       float centred = load(dtype, x, r * n + j) - mean;
       squares += centred * centred;
     }
-    float inverse = rsqrtf(blockReduce<false>(squares, shared) / float(n) + eps);
+    float inverse =
+        rsqrtf(blockReduce<false>(squares, shared) / float(n) + eps);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      float y = (load(dtype, x, r * n + j) - mean) * inverse * load(scaleDtype, scale, j);
+      float y = (load(dtype, x, r * n + j) - mean) * inverse *
+                load(scaleDtype, scale, j);
       if (bias)
         y += load(scaleDtype, bias, j);
       store(dtype, out, r * n + j, y);
@@ -506,8 +546,8 @@ __global__ void normKernel(int dtype, const void *x, int scaleDtype, const void 
 
 /// Scores of one attention row: mask (causal), max-subtracted softmax, in
 /// place, in f32.
-__global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s, int64_t t,
-                                       int causal) {
+__global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s,
+                                       int64_t t, int causal) {
   __shared__ float shared[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float *row = scores + r * t;
@@ -525,33 +565,37 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s, i
   }
 }
 
-__global__ void convertKernel(int fromDtype, const void *in, int toDtype, void *out,
-                              int64_t count) {
+__global__ void convertKernel(int fromDtype, const void *in, int toDtype,
+                              void *out, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x)
     store(toDtype, out, i, load(fromDtype, in, i));
 }
 
-__global__ void embeddingKernel(int idsDtype, const void *ids, int64_t count, int dtype,
-                                const void *table, int64_t rows, int64_t width,
-                                int64_t vocabStart, void *out) {
+__global__ void embeddingKernel(int idsDtype, const void *ids, int64_t count,
+                                int dtype, const void *table, int64_t rows,
+                                int64_t width, int64_t vocabStart, void *out) {
   int64_t total = count * width;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t row = loadInt(idsDtype, ids, i / width) - vocabStart, column = i % width;
+    int64_t row = loadInt(idsDtype, ids, i / width) - vocabStart,
+            column = i % width;
     bool mine = row >= 0 && row < rows;
     if (dtype == LOOMRT_F32)
-      static_cast<float *>(out)[i] = mine ? static_cast<const float *>(table)[row * width + column] : 0.0f;
+      static_cast<float *>(out)[i] =
+          mine ? static_cast<const float *>(table)[row * width + column] : 0.0f;
     else
       static_cast<uint16_t *>(out)[i] =
-          mine ? static_cast<const uint16_t *>(table)[row * width + column] : uint16_t(0);
+          mine ? static_cast<const uint16_t *>(table)[row * width + column]
+               : uint16_t(0);
   }
 }
 
 /// Each row: logsumexp - the target logit into losses[row]; a bad target
 /// sets *bad to its position + 1.
-__global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count, int64_t vocab,
-                                   int targetsDtype, const void *targets, float *losses,
+__global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
+                                   int64_t vocab, int targetsDtype,
+                                   const void *targets, float *losses,
                                    unsigned long long *bad) {
   __shared__ float shared[256];
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
@@ -569,27 +613,31 @@ __global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
         atomicMin(bad, (unsigned long long)(r + 1));
         losses[r] = 0.0f;
       } else {
-        losses[r] = maximum + logf(total) - load(dtype, logits, r * vocab + target);
+        losses[r] =
+            maximum + logf(total) - load(dtype, logits, r * vocab + target);
       }
     }
   }
 }
 
-__global__ void pickKernel(int dtype, const void *logits, int64_t count, int64_t vocab,
-                           int targetsDtype, const void *targets, int64_t vocabStart,
-                           int64_t vocabTotal, float *out, unsigned long long *bad) {
+__global__ void pickKernel(int dtype, const void *logits, int64_t count,
+                           int64_t vocab, int targetsDtype, const void *targets,
+                           int64_t vocabStart, int64_t vocabTotal, float *out,
+                           unsigned long long *bad) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t target = loadInt(targetsDtype, targets, i);
     if (target < 0 || target >= vocabTotal)
       atomicMin(bad, (unsigned long long)(i + 1));
     int64_t column = target - vocabStart;
-    out[i] = column >= 0 && column < vocab ? load(dtype, logits, i * vocab + column) : 0.0f;
+    out[i] = column >= 0 && column < vocab
+                 ? load(dtype, logits, i * vocab + column)
+                 : 0.0f;
   }
 }
 
-__global__ void transposeKernel(size_t bytes, const char *in, char *out, Shape inShape,
-                                Shape perm, int64_t count) {
+__global__ void transposeKernel(size_t bytes, const char *in, char *out,
+                                Shape inShape, Shape perm, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t inStride[LOOMRT_MAX_RANK], stride = 1;
@@ -608,15 +656,17 @@ __global__ void transposeKernel(size_t bytes, const char *in, char *out, Shape i
   }
 }
 
-__global__ void blockCopyKernel(size_t bytes, const char *in, char *out, int64_t outer,
-                                int64_t inRow, int64_t outRow, int64_t inStart, int64_t outStart,
+__global__ void blockCopyKernel(size_t bytes, const char *in, char *out,
+                                int64_t outer, int64_t inRow, int64_t outRow,
+                                int64_t inStart, int64_t outStart,
                                 int64_t length) {
   int64_t count = outer * length;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t o = i / length, j = i % length;
     for (size_t b = 0; b < bytes; ++b)
-      out[(o * outRow + outStart + j) * bytes + b] = in[(o * inRow + inStart + j) * bytes + b];
+      out[(o * outRow + outStart + j) * bytes + b] =
+          in[(o * inRow + inStart + j) * bytes + b];
   }
 }
 
@@ -633,36 +683,41 @@ unsigned long long *badFlag() {
   if (!flag)
     check(cudaMalloc(&flag, sizeof *flag), "allocating a flag");
   unsigned long long none = ~0ull;
-  check(cudaMemcpyAsync(flag, &none, sizeof none, cudaMemcpyHostToDevice, device().stream),
+  check(cudaMemcpyAsync(flag, &none, sizeof none, cudaMemcpyHostToDevice,
+                        device().stream),
         "clearing a flag");
   return flag;
 }
 
 /// Ends the job when a kernel flagged a target outside the vocabulary.
-void checkTargets(loomrt_ctx *rt, const char *site, unsigned long long *flag, const void *targets,
-                  int targetsDtype, int64_t vocab) {
+void checkTargets(loomrt_ctx *rt, const char *site, unsigned long long *flag,
+                  const void *targets, int targetsDtype, int64_t vocab) {
   unsigned long long position = 0;
-  check(cudaMemcpyAsync(&position, flag, sizeof position, cudaMemcpyDeviceToHost,
-                        device().stream),
+  check(cudaMemcpyAsync(&position, flag, sizeof position,
+                        cudaMemcpyDeviceToHost, device().stream),
         "reading a flag");
   check(cudaStreamSynchronize(device().stream), "checking targets");
   if (position == ~0ull)
     return;
   int64_t index = int64_t(position) - 1, target = 0;
-  check(cudaMemcpy(&target, static_cast<const char *>(targets) + index * elementBytes(targetsDtype),
+  check(cudaMemcpy(&target,
+                   static_cast<const char *>(targets) +
+                       index * elementBytes(targetsDtype),
                    elementBytes(targetsDtype), cudaMemcpyDeviceToHost),
         "reading a target");
   if (targetsDtype == LOOMRT_I32)
     target = int32_t(target);
   std::string message = "target " + std::to_string(target) + " at position " +
-                        std::to_string(index) + " is outside [0, " + std::to_string(vocab) + ")";
+                        std::to_string(index) + " is outside [0, " +
+                        std::to_string(vocab) + ")";
   loomrt_fail(rt, site, message.c_str());
 }
 
 } // namespace
 
-extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank,
-                              const int64_t *shape, uint32_t mask, double scale) {
+extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
+                              void *out, int rank, const int64_t *shape,
+                              uint32_t mask, double scale) {
   cudaStream_t stream = device().stream;
   int firstReduced = rank;
   while (firstReduced > 0 && (mask & (1u << (firstReduced - 1))))
@@ -671,102 +726,114 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in, void *ou
   int64_t outCount = 1, reducedCount = 1;
   for (int d = 0; d < rank; ++d)
     (mask & (1u << d) ? reducedCount : outCount) *= shape[d];
-  if (!isInt && firstReduced < rank && (mask & ((1u << firstReduced) - 1)) == 0) {
-    rowReduceKernel<<<blocksFor(outCount, 1), 256, 0, stream>>>(dtype, reduction, in, out,
-                                                               outCount, reducedCount,
-                                                               float(scale));
+  if (!isInt && firstReduced < rank &&
+      (mask & ((1u << firstReduced) - 1)) == 0) {
+    rowReduceKernel<<<blocksFor(outCount, 1), 256, 0, stream>>>(
+        dtype, reduction, in, out, outCount, reducedCount, float(scale));
   } else {
-    reduceKernel<<<blocksFor(outCount), 256, 0, stream>>>(dtype, reduction, in, out,
-                                                         toShape(rank, shape), mask, outCount,
-                                                         reducedCount, float(scale));
+    reduceKernel<<<blocksFor(outCount), 256, 0, stream>>>(
+        dtype, reduction, in, out, toShape(rank, shape), mask, outCount,
+        reducedCount, float(scale));
   }
   check(cudaGetLastError(), "reduction");
 }
 
-extern "C" void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t n,
-                               int64_t inner) {
-  softmaxKernel<<<blocksFor(outer * inner), 256, 0, device().stream>>>(dtype, in, out, outer, n,
-                                                                       inner);
+extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
+                               int64_t outer, int64_t n, int64_t inner) {
+  softmaxKernel<<<blocksFor(outer * inner), 256, 0, device().stream>>>(
+      dtype, in, out, outer, n, inner);
   check(cudaGetLastError(), "softmax");
 }
 
-extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype, const void *scale,
-                            const void *bias, void *out, int64_t rows, int64_t n, double eps,
-                            int rms) {
-  normKernel<<<blocksFor(rows, 1), 256, 0, device().stream>>>(dtype, x, scaleDtype, scale, bias,
-                                                              out, rows, n, float(eps), rms);
+extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
+                            const void *scale, const void *bias, void *out,
+                            int64_t rows, int64_t n, double eps, int rms) {
+  normKernel<<<blocksFor(rows, 1), 256, 0, device().stream>>>(
+      dtype, x, scaleDtype, scale, bias, out, rows, n, float(eps), rms);
   check(cudaGetLastError(), "norm");
 }
 
-extern "C" void loomrt_attention(int dtype, const void *q, const void *k, const void *v,
-                                 void *out, int64_t batch, int64_t s, int64_t t, int64_t e,
-                                 int64_t f, int causal, double scale) {
+extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
+                                 const void *v, void *out, int64_t batch,
+                                 int64_t s, int64_t t, int64_t e, int64_t f,
+                                 int causal, double scale) {
   Device &d = device();
   // scores[b] = scale * q[b] k[b]^T in f32 (row-major S x T): in cuBLAS's
   // column-major terms, scores^T = k q^T.
   float *scores = static_cast<float *>(scratch(3, size_t(batch * s * t) * 4));
   float alpha = float(scale), beta = 0.0f;
-  check(cublasGemmStridedBatchedEx(d.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(t), int(s), int(e),
-                                   &alpha, k, cudaType(dtype), int(e), t * e, q, cudaType(dtype),
-                                   int(e), s * e, &beta, scores, CUDA_R_32F, int(t), s * t,
-                                   int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  check(cublasGemmStridedBatchedEx(
+            d.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(t), int(s), int(e), &alpha, k,
+            cudaType(dtype), int(e), t * e, q, cudaType(dtype), int(e), s * e,
+            &beta, scores, CUDA_R_32F, int(t), s * t, int(batch),
+            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "attention scores");
-  attentionSoftmaxKernel<<<blocksFor(batch * s, 1), 256, 0, d.stream>>>(scores, batch * s, s, t,
-                                                                       causal);
+  attentionSoftmaxKernel<<<blocksFor(batch * s, 1), 256, 0, d.stream>>>(
+      scores, batch * s, s, t, causal);
   check(cudaGetLastError(), "attention softmax");
   // out = p v in f32 (v widened so the probabilities keep f32), rounded once.
   const float *values = static_cast<const float *>(v);
   if (dtype != LOOMRT_F32) {
     float *wide = static_cast<float *>(scratch(4, size_t(batch * t * f) * 4));
-    convertKernel<<<blocksFor(batch * t * f), 256, 0, d.stream>>>(dtype, v, LOOMRT_F32, wide,
-                                                                 batch * t * f);
+    convertKernel<<<blocksFor(batch * t * f), 256, 0, d.stream>>>(
+        dtype, v, LOOMRT_F32, wide, batch * t * f);
     values = wide;
   }
-  float *result = dtype == LOOMRT_F32 ? static_cast<float *>(out)
-                                      : static_cast<float *>(scratch(5, size_t(batch * s * f) * 4));
+  float *result =
+      dtype == LOOMRT_F32
+          ? static_cast<float *>(out)
+          : static_cast<float *>(scratch(5, size_t(batch * s * f) * 4));
   alpha = 1.0f;
-  check(cublasGemmStridedBatchedEx(d.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(f), int(s), int(t),
-                                   &alpha, values, CUDA_R_32F, int(f), t * f, scores, CUDA_R_32F,
-                                   int(t), s * t, &beta, result, CUDA_R_32F, int(f), s * f,
-                                   int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  check(cublasGemmStridedBatchedEx(
+            d.blas, CUBLAS_OP_N, CUBLAS_OP_N, int(f), int(s), int(t), &alpha,
+            values, CUDA_R_32F, int(f), t * f, scores, CUDA_R_32F, int(t),
+            s * t, &beta, result, CUDA_R_32F, int(f), s * f, int(batch),
+            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "attention values");
   if (dtype != LOOMRT_F32) {
-    convertKernel<<<blocksFor(batch * s * f), 256, 0, d.stream>>>(LOOMRT_F32, result, dtype, out,
-                                                                 batch * s * f);
+    convertKernel<<<blocksFor(batch * s * f), 256, 0, d.stream>>>(
+        LOOMRT_F32, result, dtype, out, batch * s * f);
     check(cudaGetLastError(), "attention output");
   }
 }
 
-extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count, int dtype,
-                                 const void *table, int64_t rows, int64_t width,
-                                 int64_t vocabStart, void *out) {
+extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count,
+                                 int dtype, const void *table, int64_t rows,
+                                 int64_t width, int64_t vocabStart, void *out) {
   embeddingKernel<<<blocksFor(count * width), 256, 0, device().stream>>>(
       idsDtype, ids, count, dtype, table, rows, width, vocabStart, out);
   check(cudaGetLastError(), "embedding");
 }
 
-extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
-                            int64_t count, int64_t vocab, int targetsDtype, const void *targets,
-                            int64_t vocabStart, int64_t vocabTotal, float *out) {
+extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
+                            const void *logits, int64_t count, int64_t vocab,
+                            int targetsDtype, const void *targets,
+                            int64_t vocabStart, int64_t vocabTotal,
+                            float *out) {
   unsigned long long *flag = badFlag();
   pickKernel<<<blocksFor(count), 256, 0, device().stream>>>(
-      dtype, logits, count, vocab, targetsDtype, targets, vocabStart, vocabTotal, out, flag);
+      dtype, logits, count, vocab, targetsDtype, targets, vocabStart,
+      vocabTotal, out, flag);
   check(cudaGetLastError(), "pick");
   checkTargets(rt, site, flag, targets, targetsDtype, vocabTotal);
 }
 
-extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype,
-                                     const void *logits, int64_t count, int64_t vocab,
-                                     int targetsDtype, const void *targets, float *out) {
+extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,
+                                     int dtype, const void *logits,
+                                     int64_t count, int64_t vocab,
+                                     int targetsDtype, const void *targets,
+                                     float *out) {
   cudaStream_t stream = device().stream;
-  float *losses = static_cast<float *>(scratch(3, size_t(std::max<int64_t>(count, 1)) * 4));
+  float *losses =
+      static_cast<float *>(scratch(3, size_t(std::max<int64_t>(count, 1)) * 4));
   unsigned long long *flag = badFlag();
-  crossEntropyKernel<<<blocksFor(count, 1), 256, 0, stream>>>(dtype, logits, count, vocab,
-                                                              targetsDtype, targets, losses, flag);
+  crossEntropyKernel<<<blocksFor(count, 1), 256, 0, stream>>>(
+      dtype, logits, count, vocab, targetsDtype, targets, losses, flag);
   check(cudaGetLastError(), "cross-entropy");
   checkTargets(rt, site, flag, targets, targetsDtype, vocab);
   // The mean over rows: one block sums the per-row losses.
-  rowReduceKernel<<<1, 256, 0, stream>>>(LOOMRT_F32, LOOMRT_SUM, losses, out, 1, count,
+  rowReduceKernel<<<1, 256, 0, stream>>>(LOOMRT_F32, LOOMRT_SUM, losses, out, 1,
+                                         count,
                                          count ? 1.0f / float(count) : NAN);
   check(cudaGetLastError(), "cross-entropy mean");
 }
@@ -779,8 +846,9 @@ extern "C" void loomrt_transpose(int dtype, const void *in, void *out, int rank,
     count *= shape[d];
   }
   transposeKernel<<<blocksFor(count), 256, 0, device().stream>>>(
-      elementBytes(dtype), static_cast<const char *>(in), static_cast<char *>(out),
-      toShape(rank, shape), toShape(rank, permuted), count);
+      elementBytes(dtype), static_cast<const char *>(in),
+      static_cast<char *>(out), toShape(rank, shape), toShape(rank, permuted),
+      count);
   check(cudaGetLastError(), "transpose");
 }
 
@@ -802,23 +870,29 @@ extern "C" void loomrt_slice(int dtype, const void *in, void *out, int rank,
   none.num_dims = 0;
   size_t bytes = elementBytes(dtype);
   packKernel<<<blocksFor(count), 256, 0, device().stream>>>(
-      dtype, static_cast<const char *>(in) + base * bytes, toView(view), toView(none), 1, dtype,
-      out, count);
+      dtype, static_cast<const char *>(in) + base * bytes, toView(view),
+      toView(none), 1, dtype, out, count);
   check(cudaGetLastError(), "slice");
 }
 
-extern "C" void loomrt_extract(int dtype, const void *in, void *out, int64_t outer,
-                               int64_t inDim, int64_t outDim, int64_t start, int64_t inner) {
-  blockCopyKernel<<<blocksFor(outer * outDim * inner), 256, 0, device().stream>>>(
-      elementBytes(dtype), static_cast<const char *>(in), static_cast<char *>(out), outer,
-      inDim * inner, outDim * inner, start * inner, 0, outDim * inner);
+extern "C" void loomrt_extract(int dtype, const void *in, void *out,
+                               int64_t outer, int64_t inDim, int64_t outDim,
+                               int64_t start, int64_t inner) {
+  blockCopyKernel<<<blocksFor(outer * outDim * inner), 256, 0,
+                    device().stream>>>(
+      elementBytes(dtype), static_cast<const char *>(in),
+      static_cast<char *>(out), outer, inDim * inner, outDim * inner,
+      start * inner, 0, outDim * inner);
   check(cudaGetLastError(), "extract");
 }
 
-extern "C" void loomrt_insert(int dtype, const void *in, void *out, int64_t outer,
-                              int64_t inDim, int64_t outDim, int64_t start, int64_t inner) {
-  blockCopyKernel<<<blocksFor(outer * inDim * inner), 256, 0, device().stream>>>(
-      elementBytes(dtype), static_cast<const char *>(in), static_cast<char *>(out), outer,
-      inDim * inner, outDim * inner, 0, start * inner, inDim * inner);
+extern "C" void loomrt_insert(int dtype, const void *in, void *out,
+                              int64_t outer, int64_t inDim, int64_t outDim,
+                              int64_t start, int64_t inner) {
+  blockCopyKernel<<<blocksFor(outer * inDim * inner), 256, 0,
+                    device().stream>>>(
+      elementBytes(dtype), static_cast<const char *>(in),
+      static_cast<char *>(out), outer, inDim * inner, outDim * inner, 0,
+      start * inner, inDim * inner);
   check(cudaGetLastError(), "insert");
 }

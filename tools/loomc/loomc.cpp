@@ -14,8 +14,8 @@
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/Transforms/Explain.h"
 #include "dialects/loom/Transforms/Passes.h"
-#include "loom/Frontend/Frontend.h"
 #include "loom/Config.h"
+#include "loom/Frontend/Frontend.h"
 #include "loom/Interpreter/Interpreter.h"
 #include "loom/Pipelines/Pipelines.h"
 #include "loom/Target/Target.h"
@@ -30,9 +30,9 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -123,8 +123,8 @@ static llvm::cl::opt<loom::Target> target(
     llvm::cl::cat(loomCategory));
 static llvm::cl::opt<std::string> cudaArch(
     "cuda-arch",
-    llvm::cl::desc("GPU architecture of --target=cuda -o (default: " LOOM_CUDA_ARCH
-                   ")"),
+    llvm::cl::desc(
+        "GPU architecture of --target=cuda -o (default: " LOOM_CUDA_ARCH ")"),
     llvm::cl::init(LOOM_CUDA_ARCH), llvm::cl::value_desc("sm_XX"),
     llvm::cl::cat(loomCategory));
 static llvm::cl::opt<DType> dtypeOverride(
@@ -135,8 +135,8 @@ static llvm::cl::opt<DType> dtypeOverride(
                                 "(for exact comparisons)")),
     llvm::cl::cat(loomCategory));
 
-static llvm::cl::OptionCategory interpretCategory(
-    "reference interpreter options (--interpret)");
+static llvm::cl::OptionCategory
+    interpretCategory("reference interpreter options (--interpret)");
 
 static llvm::cl::opt<bool> interpret(
     "interpret",
@@ -237,7 +237,8 @@ static int buildProgram(ModuleOp module) {
     llvm::errs() << "loomc: error: building " << outputFile << " with "
                  << argv[0] << " failed"
                  << (errorMessage.empty() ? "" : ": " + errorMessage)
-                 << " (exit " << status << "); the generated code is what --emit="
+                 << " (exit " << status
+                 << "); the generated code is what --emit="
                  << (cuda ? "cuda" : "cpu") << " prints\n";
     return 1;
   }
@@ -296,17 +297,17 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   bool buildExecutable = !emitKind.getNumOccurrences() && !analyse &&
                          !interpret && outputFile != "-";
-  if (interpret && (emitKind.getNumOccurrences() || analyse ||
-                    outputFile != "-")) {
+  if (interpret &&
+      (emitKind.getNumOccurrences() || analyse || outputFile != "-")) {
     llvm::errs() << "loomc: error: --interpret runs the model and prints its "
                     "outputs; use --out FILE to save them, not --emit, "
                     "--explain, --report or -o\n";
     return 1;
   }
-  if (!interpret && (interpretInputs.getNumOccurrences() ||
-                     interpretParams.getNumOccurrences() ||
-                     interpretOut.getNumOccurrences() ||
-                     interpretSeed.getNumOccurrences())) {
+  if (!interpret &&
+      (interpretInputs.getNumOccurrences() ||
+       interpretParams.getNumOccurrences() ||
+       interpretOut.getNumOccurrences() || interpretSeed.getNumOccurrences())) {
     llvm::errs() << "loomc: error: --seed, --inputs, --params and --out are "
                     "options of --interpret (a compiled model takes them "
                     "when it runs)\n";
@@ -322,7 +323,8 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (dtypeOverride == DType::F32)
     pm.addPass(loom::createLoomWidenFloats());
   bool hasMesh = !module->getOps<loom::MeshOp>().empty();
-  bool generate = buildExecutable || emitKind == Emit::Cpu || emitKind == Emit::Cuda;
+  bool generate =
+      buildExecutable || emitKind == Emit::Cpu || emitKind == Emit::Cuda;
   if (generate && !hasMesh) {
     // Without a mesh the program runs on one rank as written.
     loom::buildFrontendCleanupPipeline(pm);
@@ -372,9 +374,10 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   bool printIR = !analyse || emitKind.getNumOccurrences();
   if (emitKind == Emit::Cpu || emitKind == Emit::Cuda) {
-    if (failed(loom::emitProgram(
-            *module, inputFile,
-            emitKind == Emit::Cuda ? loom::Target::Cuda : loom::Target::Cpu, os)))
+    if (failed(loom::emitProgram(*module, inputFile,
+                                 emitKind == Emit::Cuda ? loom::Target::Cuda
+                                                        : loom::Target::Cpu,
+                                 os)))
       return 1;
   } else if (emitKind == Emit::Params) {
     loom::printParams(*module, os);
@@ -431,9 +434,8 @@ int main(int argc, char **argv) {
       option->setHiddenFlag(llvm::cl::NotHidden);
       option->addCategory(mlirCategory);
     }
-  llvm::cl::HideUnrelatedOptions(
-      {&loomCategory, &interpretCategory, &mlirCategory,
-       &llvm::getColorCategory()});
+  llvm::cl::HideUnrelatedOptions({&loomCategory, &interpretCategory,
+                                  &mlirCategory, &llvm::getColorCategory()});
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "loomc: the Loom compiler\n\n"

@@ -146,3 +146,43 @@ std::string loom::describeValue(Value value) {
   return ("the result of " + value.getDefiningOp()->getName().getStringRef())
       .str();
 }
+
+int64_t loom::syntheticIdBound(Value input) {
+  auto groupSize = [](Operation *op, std::optional<ArrayAttr> axes,
+                      FlatSymbolRefAttr meshRef) -> int64_t {
+    if (!axes || axes->empty())
+      return 1;
+    MeshOp mesh = lookupMesh(op, meshRef);
+    if (!mesh)
+      return 1;
+    SmallVector<StringAttr> names;
+    for (Attribute axis : *axes)
+      names.push_back(cast<StringAttr>(axis));
+    return countDevices(mesh, names, /*countManual=*/false);
+  };
+  auto lastDim = [](Value value) {
+    return cast<RankedTensorType>(value.getType()).getShape().back();
+  };
+  int64_t bound = std::numeric_limits<int64_t>::max();
+  SmallVector<Value> work{input};
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (auto embedding = dyn_cast<EmbeddingOp>(user))
+        bound = std::min(bound, embedding.getTable().getType().getShape()[0] *
+                                    groupSize(user, embedding.getVocabAxes(),
+                                              embedding.getMeshAttr()));
+      else if (auto pick = dyn_cast<PickOp>(user))
+        bound = std::min(bound, lastDim(pick.getLogits()) *
+                                    groupSize(user, pick.getVocabAxes(),
+                                              pick.getMeshAttr()));
+      else if (auto ce = dyn_cast<CrossEntropyOp>(user))
+        bound = std::min(bound, lastDim(ce.getLogits()));
+      else if (isa<ReshapeOp, ShardOp, AllSliceOp, AllGatherOp, AllToAllOp,
+                   CollectivePermuteOp, TransposeOp, SliceOp>(user))
+        for (Value result : user->getResults())
+          work.push_back(result);
+    }
+  }
+  return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;
+}

@@ -54,6 +54,13 @@ int64_t countDevices(MeshOp mesh, llvm::ArrayRef<mlir::StringAttr> axes,
 mlir::RankedTensorType getLocalType(mlir::RankedTensorType type,
                                     ShardingAttr sharding, MeshOp mesh);
 
+/// The bound of the synthetic values of an integer model input: the
+/// smallest embedding table or cross-entropy vocabulary (global, also when
+/// a vocabulary is split over `loom.pick`'s axes) it indexes, through views;
+/// 16 when it indexes none. The executables and `loomc --interpret` must
+/// agree on it, for the global program and the per-device one alike.
+int64_t syntheticIdBound(mlir::Value input);
+
 /// `[{"dp"}, {}, {"tp"}]` with `partial = sum("tp")` when partial: the
 /// sharding without its mesh, for messages.
 std::string formatDims(ShardingAttr sharding);

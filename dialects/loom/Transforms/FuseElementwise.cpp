@@ -120,9 +120,9 @@ struct FuseElementwisePass
           inputs.insert(operand);
 
     OpBuilder builder(root);
-    auto fused = FusedOp::create(builder, root->getLoc(),
-                                 root->getResult(0).getType(),
-                                 inputs.getArrayRef());
+    auto fused =
+        FusedOp::create(builder, root->getLoc(), root->getResult(0).getType(),
+                        inputs.getArrayRef());
     Block *body = builder.createBlock(&fused.getBody());
     IRMapping mapping;
     for (Value input : inputs)

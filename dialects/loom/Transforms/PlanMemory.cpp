@@ -7,8 +7,8 @@
 // a step allocates nothing and both backends share the same layout.
 //===----------------------------------------------------------------------===//
 
-#include "dialects/loom/Transforms/Passes.h"
 #include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
@@ -139,13 +139,15 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     int64_t peak = 0;
     for (auto &entry : buffers) {
       Buffer &buffer = entry.second;
-      llvm::erase_if(live, [&](Buffer *other) { return other->last < buffer.first; });
-      llvm::sort(live, [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
+      llvm::erase_if(live,
+                     [&](Buffer *other) { return other->last < buffer.first; });
+      llvm::sort(live,
+                 [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
       int64_t size = (buffer.bytes + kAlignment - 1) / kAlignment * kAlignment;
       int64_t offset = 0;
       for (Buffer *other : live) {
-        int64_t otherEnd =
-            other->offset + (other->bytes + kAlignment - 1) / kAlignment * kAlignment;
+        int64_t otherEnd = other->offset + (other->bytes + kAlignment - 1) /
+                                               kAlignment * kAlignment;
         if (offset + size <= other->offset)
           break;
         offset = std::max(offset, otherEnd);
@@ -168,11 +170,13 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
           auto found = buffers.find(result);
           offsets.push_back(found == buffers.end() ? -1 : found->second.offset);
         }
-        op->setAttr(LoomDialect::kOffsetsAttrName, builder.getDenseI64ArrayAttr(offsets));
+        op->setAttr(LoomDialect::kOffsetsAttrName,
+                    builder.getDenseI64ArrayAttr(offsets));
       }
       return isa<FusedOp>(op) ? WalkResult::skip() : WalkResult::advance();
     });
-    func->setAttr(LoomDialect::kArenaBytesAttrName, builder.getI64IntegerAttr(peak));
+    func->setAttr(LoomDialect::kArenaBytesAttrName,
+                  builder.getI64IntegerAttr(peak));
     arenaBytes = std::max<uint64_t>(arenaBytes, uint64_t(peak));
   }
 };

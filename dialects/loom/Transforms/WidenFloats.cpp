@@ -28,7 +28,8 @@ Type widen(Type type) {
   return tensor.clone(Float32Type::get(type.getContext()));
 }
 
-struct WidenFloatsPass : public loom::impl::LoomWidenFloatsBase<WidenFloatsPass> {
+struct WidenFloatsPass
+    : public loom::impl::LoomWidenFloatsBase<WidenFloatsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     module.walk([](func::FuncOp func) {
@@ -38,7 +39,8 @@ struct WidenFloatsPass : public loom::impl::LoomWidenFloatsBase<WidenFloatsPass>
         inputs.push_back(widen(t));
       for (Type t : type.getResults())
         results.push_back(widen(t));
-      func.setFunctionType(FunctionType::get(func.getContext(), inputs, results));
+      func.setFunctionType(
+          FunctionType::get(func.getContext(), inputs, results));
     });
     module.walk([](Block *block) {
       for (BlockArgument argument : block->getArguments())
