@@ -65,16 +65,17 @@ bool readSafetensorsHeader(const std::string &path, SafetensorsHeader &header,
 /// The same checks over an in-memory image of a whole file (for tests and
 /// fuzzing). `error` is the same one-line message without the "PATH: " prefix;
 /// callers that know a name prepend it.
-bool parseSafetensors(const void *data, uint64_t size, SafetensorsHeader &header,
-                      std::string &error);
+bool parseSafetensors(const void *data, uint64_t size,
+                      SafetensorsHeader &header, std::string &error);
 
 /// Lays out `tensors` back to back in the given order (filling begin/end)
 /// and returns the file's first bytes: the 8-byte length and the JSON header,
 /// padded with spaces so that the data section starts at a multiple of 8.
 /// `dataStart` is set to the size of that prefix.
-std::string buildSafetensorsHeader(std::vector<TensorEntry> &tensors,
-                                   const std::map<std::string, std::string> &metadata,
-                                   uint64_t &dataStart);
+std::string
+buildSafetensorsHeader(std::vector<TensorEntry> &tensors,
+                       const std::map<std::string, std::string> &metadata,
+                       uint64_t &dataStart);
 
 } // namespace loomrt
 

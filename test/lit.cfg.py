@@ -25,7 +25,8 @@ config.substitutions.append(("%examples", os.path.join(config.loom_src_root, "ex
 config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["loomc", "loom-opt", "loomrt-safetensors"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["loomc", "loom-opt", "loomrt-safetensors", "loomrt-collectives-check"], tool_dirs)
 
 # Python with the pinned test packages (numpy, safetensors), from scripts/setup.
 venv_python = os.path.join(config.loom_src_root, ".venv", "bin", "python")

@@ -582,7 +582,8 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
 
   // CPU: one pass over the iteration space, accumulating per output element.
   std::string accumulators = fresh("kAccumulators");
-  globalsOs << "static " << accType << " " << accumulators << "[" << outCount
+  // thread_local: in loopback mode every rank runs this code on its thread.
+  globalsOs << "static thread_local " << accType << " " << accumulators << "[" << outCount
             << "];\n";
   line() << "{ // " << where << "\n";
   int scopeIndent = indent++;

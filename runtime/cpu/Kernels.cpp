@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
 #include "runtime/Elements.h"
-#include "runtime/cpu/CpuRuntime.h"
+#include "runtime/Runtime.h"
 
 #include <cblas.h>
 
@@ -175,15 +175,26 @@ float expShiftedSum(float *row, int64_t n, float &maximum) {
 
 } // namespace
 
+// Ranks that share a process (loopback mode) get one BLAS thread each, as
+// scripts/mpirun-local gives each rank process: the cores are the ranks'.
+static void bindHost(loomrt_ctx *, int, int ranksInProcess) {
+  if (ranksInProcess > 1)
+    openblas_set_num_threads(1);
+}
+
 // The CPU runs the step on the host arena itself.
 const DeviceOps &loomrt::deviceOps() {
   static const DeviceOps ops = {"host",
                                 true,
+                                bindHost,
                                 [](char *host, size_t) { return host; },
                                 [](char *, const char *, size_t) {},
                                 [](char *, const char *, size_t) {},
                                 [] {},
-                                [](char *, char *) {}};
+                                [](char *, char *) {},
+                                &hostLoopbackOps(),
+                                nullptr,
+                                nullptr};
   return ops;
 }
 
@@ -194,6 +205,11 @@ extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src,
 
 extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src,
                               int64_t bytes) {
+  memcpy(dst, src, size_t(bytes));
+}
+
+extern "C" void loomrt_download(loomrt_ctx *, void *dst, const void *src,
+                                int64_t bytes) {
   memcpy(dst, src, size_t(bytes));
 }
 

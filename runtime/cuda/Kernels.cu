@@ -7,13 +7,16 @@
 // kernels below. Floating inputs are widened to f32 and each result rounded
 // once to its type, as on the CPU (docs/language.md 11.2).
 //
-// This first CUDA backend runs one rank per process; collectives between
-// ranks (NCCL, and the loopback mode for several ranks on one GPU) are the
-// next step (docs/running.md, "Limits").
+// Every rank has its own state (stream, handles, scratch, GEMM plans): one
+// per thread, so that the loopback mode can run every rank of a mesh as a
+// thread on one GPU. Collectives go through the transport (NCCL between
+// processes, runtime/cuda/Nccl.cpp; loopback, runtime/Loopback.cpp, with the
+// LoopbackOps at the end of this file). The steady-state step is replayed
+// as a CUDA graph.
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
 #include "runtime/Elements.h"
-#include "runtime/cpu/CpuRuntime.h"
+#include "runtime/Runtime.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -55,10 +58,15 @@ struct Device {
   /// Growing scratch buffers, reused by every call (one stream orders them).
   void *scratch[6] = {nullptr};
   size_t scratchBytes[6] = {0};
+  /// The loopback mode's staging buffers and marks.
+  void *staging[3] = {nullptr};
+  size_t stagingBytes[3] = {0};
+  cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
 };
 
+/// The calling rank's device state (a rank is a thread).
 Device &device() {
-  static Device d;
+  thread_local Device d;
   if (!d.stream) {
     check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking),
           "creating a stream");
@@ -219,7 +227,7 @@ struct GemmPlan {
 void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
           int64_t batch, int64_t m, int64_t n, int64_t k) {
   Device &d = device();
-  static std::map<std::array<int64_t, 6>, GemmPlan> plans;
+  thread_local std::map<std::array<int64_t, 6>, GemmPlan> plans;
   std::array<int64_t, 6> key = {inDtype, outDtype, batch, m, n, k};
   auto found = plans.find(key);
   if (found == plans.end()) {
@@ -287,29 +295,6 @@ void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
 // Memory
 //===----------------------------------------------------------------------===//
 
-const DeviceOps &loomrt::deviceOps() {
-  static const DeviceOps ops = {
-      "CUDA",
-      false,
-      [](char *, size_t bytes) -> char * {
-        void *p = nullptr;
-        check(cudaMalloc(&p, bytes ? bytes : 64), "allocating the arena");
-        check(cudaMemset(p, 0, bytes ? bytes : 64), "clearing the arena");
-        return static_cast<char *>(p);
-      },
-      [](char *dst, const char *src, size_t bytes) {
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
-              "copying the arena in");
-      },
-      [](char *dst, const char *src, size_t bytes) {
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
-              "copying the arena out");
-      },
-      [] { check(cudaStreamSynchronize(device().stream), "running the step"); },
-      [](char *deviceArena, char *) { cudaFree(deviceArena); }};
-  return ops;
-}
-
 extern "C" void *loomrt_stream(loomrt_ctx *) { return device().stream; }
 
 extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src,
@@ -325,6 +310,14 @@ extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src,
   check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyHostToDevice,
                         device().stream),
         "uploading a constant");
+}
+
+extern "C" void loomrt_download(loomrt_ctx *, void *dst, const void *src,
+                                int64_t bytes) {
+  check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToHost,
+                        device().stream),
+        "downloading");
+  check(cudaStreamSynchronize(device().stream), "downloading");
 }
 
 //===----------------------------------------------------------------------===//
@@ -370,7 +363,7 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
   const void *bData;
   if (one) {
     // A one-operand einsum: B is a [1 x 1] one.
-    static float *deviceOne = nullptr;
+    thread_local float *deviceOne = nullptr;
     if (!deviceOne) {
       check(cudaMalloc(&deviceOne, sizeof(float)), "allocating a constant");
       float host = 1.0f;
@@ -678,39 +671,70 @@ Shape toShape(int rank, const int64_t *sizes) {
   return shape;
 }
 
+/// Targets outside the vocabulary are flagged on the device and checked
+/// after the step (a check inside would stop the stream, and a CUDA graph
+/// cannot contain one). Each pick or cross-entropy of the step has its own
+/// flag, in the order the step issues them, so a replayed graph finds its
+/// flags where the captured step left them.
+struct TargetCheck {
+  unsigned long long *flag;
+  std::string site;
+  const void *targets;
+  int targetsDtype;
+  int64_t vocab;
+};
+struct StepChecks {
+  std::vector<unsigned long long *> flags;
+  std::vector<TargetCheck> pending;
+};
+StepChecks &stepChecks() {
+  thread_local StepChecks checks;
+  return checks;
+}
+
+/// A cleared flag for the next check of this step.
 unsigned long long *badFlag() {
-  static unsigned long long *flag = nullptr;
-  if (!flag)
+  StepChecks &checks = stepChecks();
+  size_t next = checks.pending.size();
+  if (next == checks.flags.size()) {
+    unsigned long long *flag = nullptr;
     check(cudaMalloc(&flag, sizeof *flag), "allocating a flag");
-  unsigned long long none = ~0ull;
-  check(cudaMemcpyAsync(flag, &none, sizeof none, cudaMemcpyHostToDevice,
-                        device().stream),
+    checks.flags.push_back(flag);
+  }
+  unsigned long long *flag = checks.flags[next];
+  check(cudaMemsetAsync(flag, 0xff, sizeof *flag, device().stream),
         "clearing a flag");
   return flag;
 }
 
-/// Ends the job when a kernel flagged a target outside the vocabulary.
-void checkTargets(loomrt_ctx *rt, const char *site, unsigned long long *flag,
+void checkTargets(loomrt_ctx *, const char *site, unsigned long long *flag,
                   const void *targets, int targetsDtype, int64_t vocab) {
-  unsigned long long position = 0;
-  check(cudaMemcpyAsync(&position, flag, sizeof position,
-                        cudaMemcpyDeviceToHost, device().stream),
-        "reading a flag");
-  check(cudaStreamSynchronize(device().stream), "checking targets");
-  if (position == ~0ull)
-    return;
-  int64_t index = int64_t(position) - 1, target = 0;
-  check(cudaMemcpy(&target,
-                   static_cast<const char *>(targets) +
-                       index * elementBytes(targetsDtype),
-                   elementBytes(targetsDtype), cudaMemcpyDeviceToHost),
-        "reading a target");
-  if (targetsDtype == LOOMRT_I32)
-    target = int32_t(target);
-  std::string message = "target " + std::to_string(target) + " at position " +
-                        std::to_string(index) + " is outside [0, " +
-                        std::to_string(vocab) + ")";
-  loomrt_fail(rt, site, message.c_str());
+  stepChecks().pending.push_back({flag, site, targets, targetsDtype, vocab});
+}
+
+/// After a step: ends the job when a kernel flagged a target outside the
+/// vocabulary.
+void checkStepTargets(loomrt_ctx *rt) {
+  for (const TargetCheck &pending : stepChecks().pending) {
+    unsigned long long position = 0;
+    check(cudaMemcpy(&position, pending.flag, sizeof position,
+                     cudaMemcpyDeviceToHost),
+          "reading a flag");
+    if (position == ~0ull)
+      continue;
+    int64_t index = int64_t(position) - 1, target = 0;
+    size_t bytes = elementBytes(pending.targetsDtype);
+    check(cudaMemcpy(&target,
+                     static_cast<const char *>(pending.targets) + index * bytes,
+                     bytes, cudaMemcpyDeviceToHost),
+          "reading a target");
+    if (pending.targetsDtype == LOOMRT_I32)
+      target = int32_t(target);
+    std::string message = "target " + std::to_string(target) + " at position " +
+                          std::to_string(index) + " is outside [0, " +
+                          std::to_string(pending.vocab) + ")";
+    loomrt_fail(rt, pending.site.c_str(), message.c_str());
+  }
 }
 
 } // namespace
@@ -895,4 +919,205 @@ extern "C" void loomrt_insert(int dtype, const void *in, void *out,
       static_cast<char *>(out), outer, inDim * inner, outDim * inner, 0,
       start * inner, inDim * inner);
   check(cudaGetLastError(), "insert");
+}
+
+//===----------------------------------------------------------------------===//
+// The loopback mode's operations: ranks are threads on one GPU
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr int kMaxLoopbackGroup = 64;
+struct Inputs {
+  const void *data[kMaxLoopbackGroup];
+};
+
+/// out[r][c] = reduction over p of inputs[p][r * inPitch + c], in rank order,
+/// accumulated in f32 (int64 for integers) and rounded once.
+__global__ void loopbackReduceKernel(int dtype, int reduction, Inputs inputs,
+                                     int n, int64_t rows, int64_t columns,
+                                     int64_t inPitch, void *out,
+                                     int64_t outPitch) {
+  int64_t count = rows * columns;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t r = i / columns, c = i % columns, in = r * inPitch + c,
+            o = r * outPitch + c;
+    if (isInteger(dtype)) {
+      int64_t acc = loadInt(dtype, inputs.data[0], in);
+      for (int p = 1; p < n; ++p) {
+        int64_t x = loadInt(dtype, inputs.data[p], in);
+        acc = reduction == LOOMRT_MAX ? (x > acc ? x : acc) : acc + x;
+      }
+      storeInt(dtype, out, o, acc);
+    } else {
+      float acc = load(dtype, inputs.data[0], in);
+      for (int p = 1; p < n; ++p) {
+        float x = load(dtype, inputs.data[p], in);
+        acc = reduction == LOOMRT_MAX ? (acc > x || acc != acc ? acc : x)
+                                      : acc + x;
+      }
+      store(dtype, out, o, acc);
+    }
+  }
+}
+
+void *loopbackStaging(int slot, size_t bytes) {
+  Device &d = device();
+  if (d.stagingBytes[slot] < bytes) {
+    // This rank's stream waited for every peer's reads of the old buffer
+    // (the second meeting of each collective): finishing it is enough.
+    if (d.staging[slot]) {
+      check(cudaStreamSynchronize(d.stream), "waiting to grow staging");
+      check(cudaFree(d.staging[slot]), "freeing staging");
+    }
+    size_t grown = std::max(bytes, d.stagingBytes[slot] * 2);
+    check(cudaMalloc(&d.staging[slot], grown), "allocating staging");
+    d.stagingBytes[slot] = grown;
+  }
+  return d.staging[slot];
+}
+
+void *loopbackMark(int which) {
+  Device &d = device();
+  if (!d.marks[which])
+    check(cudaEventCreateWithFlags(&d.marks[which], cudaEventDisableTiming),
+          "creating an event");
+  check(cudaEventRecord(d.marks[which], d.stream), "recording an event");
+  return d.marks[which];
+}
+
+void loopbackReduce(int dtype, int reduction, const void *const *inputs, int n,
+                    int64_t rows, int64_t columns, int64_t inPitch, void *out,
+                    int64_t outPitch) {
+  if (n > kMaxLoopbackGroup) {
+    fprintf(stderr,
+            "loom: error: loopback mode reduces over at most %d ranks, not "
+            "%d\n",
+            kMaxLoopbackGroup, n);
+    exit(7);
+  }
+  Inputs pointers;
+  for (int p = 0; p < n; ++p)
+    pointers.data[p] = inputs[p];
+  loopbackReduceKernel<<<blocksFor(rows * columns), 256, 0, device().stream>>>(
+      dtype, reduction, pointers, n, rows, columns, inPitch, out, outPitch);
+  check(cudaGetLastError(), "a loopback reduction");
+}
+
+const LoopbackOps kLoopbackOps = {
+    loopbackStaging,
+    loopbackMark,
+    [](void *mark) {
+      check(cudaStreamWaitEvent(device().stream, static_cast<cudaEvent_t>(mark),
+                                0),
+            "waiting for another rank");
+    },
+    loopbackReduce,
+    [](void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+       size_t width, size_t rows) {
+      check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows,
+                              cudaMemcpyDeviceToDevice, device().stream),
+            "copying between ranks");
+    },
+    [](void *dst, size_t bytes) {
+      check(cudaMemsetAsync(dst, 0, bytes, device().stream), "clearing");
+    },
+    [] { check(cudaStreamSynchronize(device().stream), "synchronising"); }};
+
+//===----------------------------------------------------------------------===//
+// Steps: eager, or captured once and replayed as a CUDA graph
+//===----------------------------------------------------------------------===//
+
+struct StepGraph {
+  cudaGraphExec_t exec = nullptr;
+  bool failed = false;
+};
+
+void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
+             bool useGraph) {
+  thread_local StepGraph graph;
+  Device &d = device();
+  if (useGraph && graph.exec) {
+    check(cudaGraphLaunch(graph.exec, d.stream), "replaying the step");
+    return;
+  }
+  stepChecks().pending.clear();
+  if (!useGraph || graph.failed) {
+    model->step(rt, arena);
+    return;
+  }
+  // Capture: the step's host code runs once, its kernels, GEMMs and
+  // collectives become the graph. Nothing in a step waits on the host (the
+  // target checks are deferred), so capture fails only on a CUDA limit;
+  // then the step runs as it is, now and from then on.
+  check(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal),
+        "capturing the step");
+  model->step(rt, arena);
+  cudaGraph_t captured = nullptr;
+  cudaError_t status = cudaStreamEndCapture(d.stream, &captured);
+  if (status == cudaSuccess)
+    status = cudaGraphInstantiate(&graph.exec, captured, 0);
+  if (captured)
+    cudaGraphDestroy(captured);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    fprintf(stderr,
+            "loom: note: the step could not be captured as a CUDA graph (%s); "
+            "it runs without one\n",
+            cudaGetErrorString(status));
+    graph.failed = true;
+    graph.exec = nullptr;
+    stepChecks().pending.clear();
+    model->step(rt, arena);
+    return;
+  }
+  check(cudaGraphLaunch(graph.exec, d.stream), "running the captured step");
+}
+
+} // namespace
+
+bool loomrt::streamIsCapturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(device().stream, &status),
+        "asking whether the stream is captured");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+const DeviceOps &loomrt::deviceOps() {
+  static const DeviceOps ops = {
+      "CUDA",
+      false,
+      [](loomrt_ctx *rt, int localIndex, int) {
+        int devices = 0;
+        check(cudaGetDeviceCount(&devices), "counting GPUs");
+        if (localIndex >= devices)
+          abortJob(rt,
+                   format("this machine has %d GPU(s), too few for a process "
+                          "per rank (NCCL needs a GPU per rank); run every "
+                          "rank on one GPU with --loopback",
+                          devices),
+                   2);
+        check(cudaSetDevice(localIndex), "choosing the GPU");
+      },
+      [](char *, size_t bytes) -> char * {
+        void *p = nullptr;
+        check(cudaMalloc(&p, bytes ? bytes : 64), "allocating the arena");
+        check(cudaMemset(p, 0, bytes ? bytes : 64), "clearing the arena");
+        return static_cast<char *>(p);
+      },
+      [](char *dst, const char *src, size_t bytes) {
+        check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+              "copying the arena in");
+      },
+      [](char *dst, const char *src, size_t bytes) {
+        check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
+              "copying the arena out");
+      },
+      [] { check(cudaStreamSynchronize(device().stream), "running the step"); },
+      [](char *deviceArena, char *) { cudaFree(deviceArena); },
+      &kLoopbackOps,
+      runStep,
+      checkStepTargets};
+  return ops;
 }

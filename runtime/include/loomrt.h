@@ -132,6 +132,8 @@ void loomrt_recv(loomrt_ctx *rt, const char *site, int axis, int64_t offset, int
 void loomrt_copy(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
 /* dst (arena) <- src (constant data of the program, in host memory). */
 void loomrt_upload(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
+/* dst (host memory) <- src (arena), once the rank's earlier work is done. */
+void loomrt_download(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
 
 /*--- Kernels ---------------------------------------------------------------
  * Floating inputs are widened to f32, computed in f32 and rounded once to

@@ -6,7 +6,11 @@ ranks; with --long or LOOM_LONG=1 also 8 ranks), and for both examples:
   1. compile with --dtype=f32 for the N-rank mesh and for the all-ones mesh
      (--mesh AXIS=1,...), run both with one --seed and --out;
   2. run the reference interpreter (loomc --interpret --dtype=f32);
-  3. per output tensor, the N-rank run against the 1-rank run and the
+  3. the N-rank program also in loopback mode (--loopback: every rank a
+     thread of one process), whose outputs must equal the MPI run's bit for
+     bit, or where they do not (MPI adds groups of more than two ranks in
+     its own order) match them within the tolerance below;
+  4. per output tensor, the N-rank run against the 1-rank run and the
      1-rank run against the interpreter: max|a - b| <= 1e-5 * max|b| + 1e-6
      (b is the reference side), integers exactly.
 
@@ -127,6 +131,18 @@ def compare(got, ref, norm_wise):
                                 f"at {list(map(int, where))}")
         worst = max(worst, ratio)
     return problems, worst
+
+
+def exact_differences(got, ref):
+    """The outputs of `got` that are not bit for bit those of `ref`."""
+    if sorted(got) != sorted(ref):
+        return [f"outputs {sorted(got)} vs {sorted(ref)}"]
+    problems = []
+    for name in sorted(ref):
+        a, b = got[name], ref[name]
+        if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+            problems.append(f"{name} differs")
+    return problems
 
 
 class Memo:
@@ -259,6 +275,7 @@ class Runner:
 
     def run_case(self, case):
         start = time.monotonic()
+        loopback = ""
         try:
             one, _, (ref_problems, ref_worst) = self.refs.get(case.ref_key, lambda: self.reference(case),
                                                                 case.label)
@@ -269,6 +286,21 @@ class Runner:
                         COMPILE_TIMEOUT, directory)
             got = self.execute("./model", case.ranks, "out.safetensors", directory)
             problems, worst = compare(got, one, case.bf16)
+            if case.ranks > 1:
+                # The loopback mode (every rank a thread of one process)
+                # must give the MPI run's outputs exactly.
+                run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out",
+                             "loopback.safetensors", "--collective-timeout", "60"],
+                            RUN_TIMEOUT, directory)
+                looped = load(os.path.join(directory, "loopback.safetensors"))
+                # Bit for bit unless MPI sums a group of more than two ranks
+                # in another order than the loopback mode's rank order.
+                if exact_differences(looped, got):
+                    loop_problems, loop_worst = compare(looped, got, case.bf16)
+                    problems += [f"loopback against MPI: {p}" for p in loop_problems]
+                    loopback = f"loopback against MPI: error/tolerance {loop_worst:.2g}; "
+                else:
+                    loopback = "loopback = MPI exactly; "
         except Failure as failure:
             return False, f"FAIL {case.label}: {failure}"
         seconds = time.monotonic() - start
@@ -278,7 +310,7 @@ class Runner:
         if reasons:
             return False, f"FAIL {case.label}: " + "; ".join(reasons)
         os.remove(os.path.join(directory, "model"))  # kept only where a case fails
-        return True, (f"ok   {case.label} ({ranks}; error/tolerance {worst:.2g} against 1 rank, "
+        return True, (f"ok   {case.label} ({ranks}; {loopback}error/tolerance {worst:.2g} against 1 rank, "
                       f"{ref_worst:.2g} 1 rank against the interpreter; {seconds:.1f} s)")
 
 

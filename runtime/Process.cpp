@@ -1,15 +1,16 @@
-//===- Runtime.cpp - libloomrt's CPU backend over MPI ---------------------===//
+//===- Process.cpp - A generated program's process, for every backend -----===//
 //
-// Owns a generated program's process: MPI, the executable's options, the
-// arena, initial values, safetensors I/O of global tensors, timing, and every
-// collective with a watchdog so that a stuck or mismatched job ends with a
-// message instead of hanging.
+// Owns what is not the step itself: the executable's options, the ranks this
+// process runs (one under mpirun, every rank of the mesh with --loopback),
+// the arena, initial values, safetensors I/O of global tensors, timing, and
+// the entry points of the collectives, which name each operation for the
+// watchdog's messages and hand it to the transport.
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
 #include "runtime/Elements.h"
 #include "runtime/InitialValues.h"
+#include "runtime/Runtime.h"
 #include "runtime/Safetensors.h"
-#include "runtime/cpu/CpuRuntime.h"
 
 // Only MPI's C API: Open MPI's C++ bindings need a library of their own.
 #define OMPI_SKIP_MPICXX 1
@@ -17,14 +18,15 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
-#include <map>
 #include <string>
+#include <thread>
 #include <time.h>
 #include <unistd.h>
 #include <vector>
@@ -33,27 +35,28 @@ using namespace loomrt;
 
 struct loomrt_ctx {
   const loomrt_model *model = nullptr;
+  Transport *transport = nullptr;
   int worldRank = 0, worldSize = 1;
   std::vector<int64_t> coords;
-  /// One communicator per ordered subset of mesh axes, made on first use.
-  std::map<std::vector<int>, MPI_Comm> comms;
   uint64_t sequence = 0;
   double timeout = 300.0;
   std::vector<float> scratch[3];
   double gemmSeconds = 0.0;
-  MPI_Op halfSum[2] = {MPI_OP_NULL, MPI_OP_NULL};
-  MPI_Op halfMax[2] = {MPI_OP_NULL, MPI_OP_NULL};
 };
 
-namespace {
+//===----------------------------------------------------------------------===//
+// Shared helpers (runtime/Runtime.h)
+//===----------------------------------------------------------------------===//
 
-double now() {
+Transport::~Transport() = default;
+
+double loomrt::now() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-std::string format(const char *fmt, ...) {
+std::string loomrt::format(const char *fmt, ...) {
   va_list args;
   va_start(args, fmt);
   char buffer[1024];
@@ -62,163 +65,88 @@ std::string format(const char *fmt, ...) {
   return buffer;
 }
 
-std::string meshPosition(const loomrt_ctx *rt) {
+const char *loomrt::dtypeText(int dtype) {
+  static const char *names[] = {"f32", "bf16", "f16", "i32", "i64"};
+  return names[dtype];
+}
+
+std::string loomrt::meshPosition(const loomrt_ctx *rt) {
   std::string out = "rank " + std::to_string(rt->worldRank);
   if (!rt->model || rt->coords.empty())
     return out;
   out += " (";
   for (int a = 0; a < rt->model->num_axes; ++a)
     out += format("%s%s=%lld", a ? ", " : "", rt->model->axis_names[a],
-                  (long long)rt->coords[a]);
+                  (long long)rt->coords[size_t(a)]);
   return out + ")";
 }
 
-std::string axesText(const loomrt_ctx *rt, const int *axes, int numAxes) {
+std::string loomrt::axesText(const loomrt_ctx *rt, const int *axes,
+                             int numAxes) {
   std::string out = "[";
   for (int i = 0; i < numAxes; ++i)
     out += format("%s%s", i ? ", " : "", rt->model->axis_names[axes[i]]);
   return out + "]";
 }
 
-[[noreturn]] void abortJob(loomrt_ctx *rt, const std::string &message,
-                           int code) {
+void loomrt::abortJob(loomrt_ctx *rt, const std::string &message, int code) {
+  // In loopback mode several ranks may fail at once: the first one speaks
+  // and ends the process; the others wait for that.
+  static std::atomic<bool> aborting(false);
+  if (aborting.exchange(true))
+    for (;;)
+      pause();
   fprintf(stderr, "loom: %s: error: %s\n", meshPosition(rt).c_str(),
           message.c_str());
   fflush(stderr);
+  if (rt->transport)
+    rt->transport->abort(rt, code);
   MPI_Abort(MPI_COMM_WORLD, code);
   _exit(code);
 }
 
-void checkMpi(loomrt_ctx *rt, int status, const std::string &what) {
-  if (status == MPI_SUCCESS)
-    return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(status, text, &length);
-  abortJob(rt, what + ": MPI failed: " + std::string(text, size_t(length)), 4);
+int loomrt::worldRank(const loomrt_ctx *rt) { return rt->worldRank; }
+const std::vector<int64_t> &loomrt::coordinates(const loomrt_ctx *rt) {
+  return rt->coords;
+}
+const loomrt_model &loomrt::model(const loomrt_ctx *rt) { return *rt->model; }
+double loomrt::collectiveTimeout(const loomrt_ctx *rt) { return rt->timeout; }
+
+int64_t loomrt::groupColour(const loomrt_model &m,
+                            const std::vector<int64_t> &coords, const int *axes,
+                            int numAxes) {
+  int64_t colour = 0;
+  for (int a = 0; a < m.num_axes; ++a)
+    if (std::find(axes, axes + numAxes, a) == axes + numAxes)
+      colour = colour * m.axis_sizes[a] + coords[size_t(a)];
+  return colour;
 }
 
-const char *dtypeText(int dtype) {
-  static const char *names[] = {"f32", "bf16", "f16", "i32", "i64"};
-  return names[dtype];
+int64_t loomrt::groupSize(const loomrt_ctx *rt, const int *axes, int numAxes) {
+  int64_t n = 1;
+  for (int i = 0; i < numAxes; ++i)
+    n *= rt->model->axis_sizes[axes[i]];
+  return n;
 }
 
-//--- bf16/f16 reductions accumulate in f32 (DESIGN.md, Numerics) -----------
-template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool Max>
-void halfReduce(void *in, void *inout, int *length, MPI_Datatype *) {
-  auto *a = static_cast<const uint16_t *>(in);
-  auto *b = static_cast<uint16_t *>(inout);
-  for (int i = 0; i < *length; ++i) {
-    float x = Load(a[i]), y = Load(b[i]);
-    b[i] = Store(Max ? (x > y || std::isnan(x) ? x : y) : x + y);
-  }
+std::vector<float> &loomrt::scratch(loomrt_ctx *rt, int slot) {
+  return rt->scratch[slot];
+}
+double loomrt::gemmClockStart(loomrt_ctx *) { return now(); }
+void loomrt::gemmClockStop(loomrt_ctx *rt, double start) {
+  rt->gemmSeconds += now() - start;
 }
 
-MPI_Datatype mpiType(int dtype) {
-  switch (dtype) {
-  case LOOMRT_F32:
-    return MPI_FLOAT;
-  case LOOMRT_I32:
-    return MPI_INT32_T;
-  case LOOMRT_I64:
-    return MPI_INT64_T;
-  default:
-    return MPI_UINT16_T;
-  }
-}
+//===----------------------------------------------------------------------===//
+// Collectives: named, numbered, then handed to the transport
+//===----------------------------------------------------------------------===//
 
-MPI_Op mpiOp(loomrt_ctx *rt, int dtype, int reduction) {
-  if (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) {
-    int half = dtype == LOOMRT_BF16 ? 0 : 1;
-    return reduction == LOOMRT_MAX ? rt->halfMax[half] : rt->halfSum[half];
-  }
-  return reduction == LOOMRT_MAX ? MPI_MAX : MPI_SUM;
-}
+namespace {
 
-void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests,
-           const std::string &what);
-
-/// The communicator over `axes`, made on first use. Splitting blocks until
-/// every rank arrives, so a watched barrier goes first: a rank that never
-/// comes ends the job with `what` (the collective that needed it).
-MPI_Comm communicator(loomrt_ctx *rt, const int *axes, int numAxes,
-                      const std::string &what) {
-  std::vector<int> key(axes, axes + numAxes);
-  auto found = rt->comms.find(key);
-  if (found != rt->comms.end())
-    return found->second;
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt, MPI_Ibarrier(MPI_COMM_WORLD, &request[0]), what);
-  await(rt, request, what);
-  // Colour: this rank's coordinates on the other axes; key: its row-major
-  // index over `axes` in the order given (so (dp,tp) and (tp,dp) differ).
-  const loomrt_model *m = rt->model;
-  int64_t colour = 0, order = 0;
-  for (int a = 0; a < m->num_axes; ++a)
-    if (std::find(key.begin(), key.end(), a) == key.end())
-      colour = colour * m->axis_sizes[a] + rt->coords[a];
-  for (int a : key)
-    order = order * m->axis_sizes[a] + rt->coords[a];
-  MPI_Comm comm;
-  checkMpi(rt, MPI_Comm_split(MPI_COMM_WORLD, int(colour), int(order), &comm),
-           "creating the communicator over " + axesText(rt, axes, numAxes));
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  rt->comms.emplace(key, comm);
-  return comm;
-}
-
-/// Waits for `requests`, ending the job when the watchdog's time runs out.
-void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests,
-           const std::string &what) {
-  double start = now();
-  for (long spins = 0;; ++spins) {
-    int done = 0;
-    checkMpi(rt,
-             MPI_Testall(int(requests.size()), requests.data(), &done,
-                         MPI_STATUSES_IGNORE),
-             what);
-    if (done)
-      return;
-    if (spins > 2000) {
-      // Yield the core: ranks are often oversubscribed on small machines.
-      timespec pause = {0, spins > 200000 ? 1000000 : 20000};
-      nanosleep(&pause, nullptr);
-    }
-    if (now() - start > rt->timeout)
-      abortJob(
-          rt,
-          format("%s did not complete within %g s (--collective-timeout); "
-                 "another rank failed, stopped or runs a different program",
-                 what.c_str(), rt->timeout),
-          3);
-  }
-}
-
-/// Runs one non-blocking MPI operation under the watchdog.
-template <typename Start>
-void watched(loomrt_ctx *rt, const std::string &what, Start start) {
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt, start(&request[0]), what);
-  await(rt, request, what);
-}
-
-/// A barrier under the watchdog: a rank that never arrives ends the job.
-void barrier(loomrt_ctx *rt, const char *what) {
-  watched(rt, std::string("the barrier ") + what,
-          [&](MPI_Request *r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); });
-}
-
+/// "collective #4 all_gather over [tp] (SITE)"; the sequence number counts
+/// this rank's collectives, so ranks that disagree are easy to spot.
 std::string describe(loomrt_ctx *rt, const char *op, const int *axes,
                      int numAxes, const char *site) {
-  // The collectives here move host memory over MPI; a device backend's
-  // arena needs NCCL or the loopback mode, which are not built yet.
-  if (!deviceOps().hostMemory)
-    abortJob(rt,
-             format("%s over %s (%s): the %s backend runs one rank and has no "
-                    "collectives yet; compile for a mesh of one device",
-                    op, axesText(rt, axes, numAxes).c_str(), site,
-                    deviceOps().name),
-             8);
   // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
   // rank back before its first collective.
   if (rt->sequence == 0)
@@ -236,35 +164,12 @@ std::string describe(loomrt_ctx *rt, const char *op, const int *axes,
 
 } // namespace
 
-//===----------------------------------------------------------------------===//
-// Internal API for the kernels
-//===----------------------------------------------------------------------===//
-
-std::vector<float> &loomrt::scratch(loomrt_ctx *rt, int slot) {
-  return rt->scratch[slot];
-}
-double loomrt::gemmClockStart(loomrt_ctx *) { return now(); }
-void loomrt::gemmClockStop(loomrt_ctx *rt, double start) {
-  rt->gemmSeconds += now() - start;
-}
-
-//===----------------------------------------------------------------------===//
-// Collectives
-//===----------------------------------------------------------------------===//
-
 extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes,
                                      int numAxes) {
   int64_t index = 0;
   for (int i = 0; i < numAxes; ++i)
     index = index * rt->model->axis_sizes[axes[i]] + rt->coords[axes[i]];
   return index;
-}
-
-static int64_t groupSize(loomrt_ctx *rt, const int *axes, int numAxes) {
-  int64_t n = 1;
-  for (int i = 0; i < numAxes; ++i)
-    n *= rt->model->axis_sizes[axes[i]];
-  return n;
 }
 
 extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site,
@@ -279,14 +184,8 @@ extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
   std::string what = describe(
       rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
       numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes, what);
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
-                          mpiType(dtype), mpiOp(rt, dtype, reduction), comm,
-                          &request[0]),
-           what);
-  await(rt, request, what);
+  rt->transport->allReduce(rt, what, axes, numAxes, dtype, reduction, in, out,
+                           count);
 }
 
 extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
@@ -294,22 +193,8 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
                                   const void *in, void *out, int64_t outer,
                                   int64_t chunk) {
   std::string what = describe(rt, "all_gather", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes, what);
-  int64_t n = groupSize(rt, axes, numAxes);
-  size_t bytes = elementBytes(dtype), piece = size_t(outer * chunk) * bytes;
-  std::vector<char> gathered(piece * size_t(n));
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Iallgather(in, int(piece), MPI_BYTE, gathered.data(), int(piece),
-                          MPI_BYTE, comm, &request[0]),
-           what);
-  await(rt, request, what);
-  // [n][outer][chunk] -> [outer][n][chunk]
-  size_t row = size_t(chunk) * bytes;
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t o = 0; o < outer; ++o)
-      memcpy(static_cast<char *>(out) + (o * n + r) * row,
-             gathered.data() + r * piece + o * row, row);
+  rt->transport->allGather(rt, what, axes, numAxes, dtype, in, out, outer,
+                           chunk);
 }
 
 extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
@@ -317,33 +202,17 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
                                       int reduction, const void *in, void *out,
                                       int64_t outer, int64_t chunk) {
   std::string what = describe(rt, "reduce_scatter", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes, what);
-  int64_t n = groupSize(rt, axes, numAxes);
-  size_t bytes = elementBytes(dtype), row = size_t(chunk) * bytes;
-  // [outer][n][chunk] -> [n][outer][chunk], so that piece r is contiguous.
-  std::vector<char> packed(size_t(outer * n) * row);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t r = 0; r < n; ++r)
-      memcpy(packed.data() + (r * outer + o) * row,
-             static_cast<const char *>(in) + (o * n + r) * row, row);
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Ireduce_scatter_block(
-               packed.data(), out, int(outer * chunk), mpiType(dtype),
-               mpiOp(rt, dtype, reduction), comm, &request[0]),
-           what);
-  await(rt, request, what);
+  rt->transport->reduceScatter(rt, what, axes, numAxes, dtype, reduction, in,
+                               out, outer, chunk);
 }
 
 extern "C" void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int numAxes,
                                  int dtype, const void *in, void *out,
                                  int64_t outer, int64_t chunk) {
+  // Local: every rank keeps its own piece of [outer][n][chunk].
   int64_t n = groupSize(rt, axes, numAxes),
           r = loomrt_group_rank(rt, axes, numAxes);
-  size_t row = size_t(chunk) * elementBytes(dtype);
-  for (int64_t o = 0; o < outer; ++o)
-    memcpy(static_cast<char *>(out) + o * row,
-           static_cast<const char *>(in) + (o * n + r) * row, row);
+  loomrt_extract(dtype, in, out, outer, n * chunk, chunk, r * chunk, 1);
 }
 
 extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
@@ -352,46 +221,9 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
                                   const int64_t *shape, int splitDim,
                                   int concatDim) {
   std::string what = describe(rt, "all_to_all", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes, what);
-  int64_t n = groupSize(rt, axes, numAxes);
-  size_t bytes = elementBytes(dtype);
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d)
-    total *= shape[d];
-  int64_t pieceElems = total / n;
-  // Send buffer: piece r = the input with dimension splitDim restricted to
-  // its r-th chunk.
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < splitDim; ++d)
-    outer *= shape[d];
-  for (int d = splitDim + 1; d < rank; ++d)
-    inner *= shape[d];
-  int64_t chunk = shape[splitDim] / n;
-  std::vector<char> send(size_t(total) * bytes), receive(size_t(total) * bytes);
-  for (int64_t r = 0; r < n; ++r)
-    loomrt_extract(dtype, in, send.data() + size_t(r * pieceElems) * bytes,
-                   outer, shape[splitDim], chunk, r * chunk, inner);
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Ialltoall(send.data(), int(size_t(pieceElems) * bytes), MPI_BYTE,
-                         receive.data(), int(size_t(pieceElems) * bytes),
-                         MPI_BYTE, comm, &request[0]),
-           what);
-  await(rt, request, what);
-  // Piece from rank r lands at chunk r of concatDim.
-  int64_t pieceShape[LOOMRT_MAX_RANK];
-  for (int d = 0; d < rank; ++d)
-    pieceShape[d] = shape[d];
-  pieceShape[splitDim] = chunk;
-  int64_t cOuter = 1, cInner = 1;
-  for (int d = 0; d < concatDim; ++d)
-    cOuter *= pieceShape[d];
-  for (int d = concatDim + 1; d < rank; ++d)
-    cInner *= pieceShape[d];
-  for (int64_t r = 0; r < n; ++r)
-    loomrt_insert(dtype, receive.data() + size_t(r * pieceElems) * bytes, out,
-                  cOuter, pieceShape[concatDim], pieceShape[concatDim] * n,
-                  r * pieceShape[concatDim], cInner);
+  AllToAll layout(groupSize(rt, axes, numAxes), rank, shape, splitDim,
+                  concatDim);
+  rt->transport->allToAll(rt, what, axes, numAxes, dtype, in, out, layout);
 }
 
 extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
@@ -400,34 +232,8 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
                                           int64_t count, const int64_t *pairs,
                                           int numPairs) {
   std::string what = describe(rt, "collective_permute", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes, what);
-  int64_t me = loomrt_group_rank(rt, axes, numAxes);
-  size_t bytes = size_t(count) * elementBytes(dtype);
-  std::vector<char> copy(static_cast<const char *>(in),
-                         static_cast<const char *>(in) + bytes);
-  std::vector<MPI_Request> requests;
-  bool received = false;
-  for (int p = 0; p < numPairs; ++p) {
-    int64_t source = pairs[2 * p], target = pairs[2 * p + 1];
-    if (source == me) {
-      requests.emplace_back();
-      checkMpi(rt,
-               MPI_Isend(copy.data(), int(bytes), MPI_BYTE, int(target), 7,
-                         comm, &requests.back()),
-               what);
-    }
-    if (target == me) {
-      received = true;
-      requests.emplace_back();
-      checkMpi(rt,
-               MPI_Irecv(out, int(bytes), MPI_BYTE, int(source), 7, comm,
-                         &requests.back()),
-               what);
-    }
-  }
-  if (!received)
-    memset(out, 0, bytes);
-  await(rt, requests, what);
+  rt->transport->permute(rt, what, axes, numAxes, dtype, in, out, count, pairs,
+                         numPairs);
 }
 
 extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
@@ -435,46 +241,60 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
                                  const void *in, void *out, int64_t count,
                                  int64_t root) {
   std::string what = describe(rt, "broadcast", axes, numAxes, site);
-  MPI_Comm comm = communicator(rt, axes, numAxes, what);
-  size_t bytes = size_t(count) * elementBytes(dtype);
-  if (in != out)
-    memcpy(out, in, bytes);
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Ibcast(out, int(bytes), MPI_BYTE, int(root), comm, &request[0]),
-           what);
-  await(rt, request, what);
-}
-
-static int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
-  int64_t size = rt->model->axis_sizes[axis];
-  return int(((rt->coords[axis] + offset) % size + size) % size);
+  rt->transport->broadcast(rt, what, axes, numAxes, dtype, in, out, count,
+                           root);
 }
 
 extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, const void *in,
                             int64_t count) {
   std::string what = describe(rt, "send", &axis, 1, site);
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Isend(in, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                     neighbour(rt, axis, offset), 9,
-                     communicator(rt, &axis, 1, what), &request[0]),
-           what);
-  await(rt, request, what);
+  rt->transport->send(rt, what, axis, offset, dtype, in, count);
 }
 
 extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, void *out,
                             int64_t count) {
   std::string what = describe(rt, "recv", &axis, 1, site);
-  std::vector<MPI_Request> request(1);
-  checkMpi(rt,
-           MPI_Irecv(out, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                     neighbour(rt, axis, offset), 9,
-                     communicator(rt, &axis, 1, what), &request[0]),
-           what);
-  await(rt, request, what);
+  rt->transport->recv(rt, what, axis, offset, dtype, out, count);
+}
+
+AllToAll::AllToAll(int64_t n, int rank, const int64_t *shape, int splitDim,
+                   int concatDim)
+    : n(n) {
+  int64_t total = 1;
+  outer = inner = concatOuter = concatInner = 1;
+  for (int d = 0; d < rank; ++d) {
+    total *= shape[d];
+    int64_t pieceSize = d == splitDim ? shape[d] / n : shape[d];
+    if (d < splitDim)
+      outer *= shape[d];
+    if (d > splitDim)
+      inner *= shape[d];
+    if (d < concatDim)
+      concatOuter *= pieceSize;
+    if (d > concatDim)
+      concatInner *= pieceSize;
+  }
+  pieceElements = total / n;
+  splitSize = shape[splitDim];
+  chunk = splitSize / n;
+  concatSize = splitDim == concatDim ? chunk : shape[concatDim];
+}
+
+void AllToAll::pack(int dtype, const void *in, void *pieces) const {
+  size_t bytes = elementBytes(dtype);
+  for (int64_t p = 0; p < n; ++p)
+    loomrt_extract(dtype, in,
+                   static_cast<char *>(pieces) +
+                       size_t(p * pieceElements) * bytes,
+                   outer, splitSize, chunk, p * chunk, inner);
+}
+
+void AllToAll::unpack(int dtype, const void *piece, int64_t p,
+                      void *out) const {
+  loomrt_insert(dtype, piece, out, concatOuter, concatSize, concatSize * n,
+                p * concatSize, concatInner);
 }
 
 //===----------------------------------------------------------------------===//
@@ -554,14 +374,18 @@ struct Options {
   uint64_t seed = 0;
   std::string inputs, params, out, saveParams;
   long steps = 1;
-  bool bench = false, help = false, stepsGiven = false;
+  bool bench = false, help = false, stepsGiven = false, loopback = false,
+       graph = true;
   double timeout = 300.0;
 };
 
 const char *kUsage =
     "usage: mpirun -np N %s [options]\n"
+    "       %s --loopback [options]\n"
     "\n"
-    "Runs model %s (compiled by loomc from %s) on a mesh of %lld rank(s).\n"
+    "Runs model %s (compiled by loomc from %s) on a mesh of %lld rank(s):\n"
+    "one process per rank under mpirun, or every rank as a thread of one\n"
+    "process with --loopback.\n"
     "\n"
     "options:\n"
     "  --seed N                 seed of the initial values and synthetic "
@@ -582,6 +406,15 @@ const char *kUsage =
     "in GEMMs\n"
     "  --collective-timeout S   end the job when a collective waits S seconds "
     "(default 300)\n"
+    "  --loopback               run every rank of the mesh in this process, a "
+    "thread\n"
+    "                           each, with collectives as copies between their "
+    "arenas\n"
+    "                           (N ranks on one GPU, or on one CPU without "
+    "MPI)\n"
+    "  --no-graph               CUDA: launch every step's kernels anew instead "
+    "of\n"
+    "                           replaying the step as a CUDA graph\n"
     "  --help                   print this help\n";
 
 bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
@@ -619,6 +452,10 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       options.help = true;
     } else if (name == "--bench") {
       options.bench = true;
+    } else if (name == "--loopback") {
+      options.loopback = true;
+    } else if (name == "--no-graph") {
+      options.graph = false;
     } else if (name == "--seed") {
       if (!takeValue())
         return false;
@@ -742,7 +579,7 @@ bool load(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
 /// Writes global tensors: rank 0 writes the header and sizes the file, then
 /// each element is written once by its writer with positioned writes, then
 /// a barrier. Returns false (with the same decision on every rank) on error.
-void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
+bool save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
           int count, const char *const *data) {
   std::vector<TensorEntry> entries;
   for (int i = 0; i < count; ++i) {
@@ -766,16 +603,13 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
     if (fd >= 0)
       close(fd);
   }
-  watched(rt, "sharing whether " + path + " could be created",
-          [&](MPI_Request *r) {
-            return MPI_Ibcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD, r);
-          });
+  rt->transport->shareLeaderInt(
+      rt, &status, "sharing whether " + path + " could be created");
   if (status != 0) {
     if (rt->worldRank == 0)
       fprintf(stderr, "loom: error: cannot write %s: %s\n", path.c_str(),
               strerror(status));
-    MPI_Finalize();
-    exit(1);
+    return false;
   }
   int fd = open(path.c_str(), O_WRONLY);
   int failed = fd < 0 ? errno : 0;
@@ -795,18 +629,16 @@ void save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
   }
   if (fd >= 0)
     close(fd);
-  int anyFailed = 0;
-  watched(rt, "sharing whether " + path + " was written", [&](MPI_Request *r) {
-    return MPI_Iallreduce(&failed, &anyFailed, 1, MPI_INT, MPI_MAX,
-                          MPI_COMM_WORLD, r);
-  });
+  double anyFailed = failed;
+  rt->transport->reduceDoubles(rt, &anyFailed, 1, true,
+                               "sharing whether " + path + " was written");
   if (anyFailed) {
     if (failed)
       fprintf(stderr, "loom: rank %d: error: writing %s failed: %s\n",
               rt->worldRank, path.c_str(), strerror(failed));
-    MPI_Finalize();
-    exit(1);
+    return false;
   }
+  return true;
 }
 
 /// Prints each output on rank 0: a scalar's value, or a tensor's sum and
@@ -818,7 +650,6 @@ void report(loomrt_ctx *rt, char *arena) {
     double local[2] = {0.0, 0.0};
     if (isWriter(rt, t)) {
       const char *base = arena + t.arena_offset;
-      size_t bytes = elementBytes(t.dtype);
       forEachRun(rt, t, [&](int64_t start, int64_t, int64_t length) {
         for (int64_t e = start; e < start + length; ++e) {
           double v = isInteger(t.dtype)
@@ -829,15 +660,10 @@ void report(loomrt_ctx *rt, char *arena) {
         }
       });
     }
-    double sum = 0.0, largest = 0.0;
-    watched(rt, "summing the outputs", [&](MPI_Request *r) {
-      return MPI_Ireduce(&local[0], &sum, 1, MPI_DOUBLE, MPI_SUM, 0,
-                         MPI_COMM_WORLD, r);
-    });
-    watched(rt, "summing the outputs", [&](MPI_Request *r) {
-      return MPI_Ireduce(&local[1], &largest, 1, MPI_DOUBLE, MPI_MAX, 0,
-                         MPI_COMM_WORLD, r);
-    });
+    rt->transport->reduceDoubles(rt, &local[0], 1, false,
+                                 "summing the outputs");
+    rt->transport->reduceDoubles(rt, &local[1], 1, true, "summing the outputs");
+    double sum = local[0], largest = local[1];
     if (rt->worldRank != 0)
       continue;
     if (t.rank == 0)
@@ -855,79 +681,32 @@ void report(loomrt_ctx *rt, char *arena) {
 // The process
 //===----------------------------------------------------------------------===//
 
-extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+#ifndef LOOMRT_HAVE_NCCL
+Transport *loomrt::ncclTransport() { return nullptr; }
+#endif
+
+namespace {
+
+/// Everything one rank does, on the thread that runs it; returns its exit
+/// code (the same on every rank: decisions that could differ are shared).
+int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
+            int localIndex, const Options &options, const char *program) {
   loomrt_ctx context;
   loomrt_ctx *rt = &context;
   rt->model = model;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rt->worldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &rt->worldSize);
-  bool leader = rt->worldRank == 0;
-
-  int64_t meshRanks = 1;
-  std::string meshText;
-  for (int a = 0; a < model->num_axes; ++a) {
-    meshRanks *= model->axis_sizes[a];
-    meshText += format("%s%s=%lld", a ? ", " : "", model->axis_names[a],
-                       (long long)model->axis_sizes[a]);
-  }
-  auto finish = [&](int code) {
-    MPI_Finalize();
-    return code;
-  };
-
-  Options options;
-  std::string error;
-  if (!parseOptions(argc, argv, options, error)) {
-    if (leader)
-      fprintf(stderr, "%s: error: %s\n", argv[0], error.c_str());
-    return finish(2);
-  }
-  if (options.help) {
-    if (leader)
-      printf(kUsage, argv[0], model->name, model->source, (long long)meshRanks);
-    return finish(0);
-  }
-  if (rt->worldSize != meshRanks && model->num_axes == 0) {
-    if (leader)
-      fprintf(
-          stderr,
-          "%s: error: model %s declares no mesh and runs on 1 rank, but this "
-          "job has %d; run it alone or with mpirun -np 1\n",
-          argv[0], model->name, rt->worldSize);
-    return finish(2);
-  }
-  if (rt->worldSize != meshRanks) {
-    if (leader)
-      fprintf(stderr,
-              "%s: error: model %s was compiled for the mesh [%s] of %lld "
-              "rank%s, but "
-              "this job has %d; run it with mpirun -np %lld, or recompile with "
-              "loomc "
-              "--mesh for a mesh of %d\n",
-              argv[0], model->name, meshText.c_str(), (long long)meshRanks,
-              meshRanks == 1 ? "" : "s", rt->worldSize, (long long)meshRanks,
-              rt->worldSize);
-    return finish(2);
-  }
+  rt->transport = transport;
+  rt->worldRank = rank;
+  rt->worldSize = size;
   rt->timeout = options.timeout;
   rt->coords.resize(size_t(model->num_axes));
-  int64_t rest = rt->worldRank;
+  int64_t rest = rank;
   for (int a = model->num_axes - 1; a >= 0; --a) {
-    rt->coords[a] = rest % model->axis_sizes[a];
+    rt->coords[size_t(a)] = rest % model->axis_sizes[a];
     rest /= model->axis_sizes[a];
   }
-  for (int half = 0; half < 2; ++half) {
-    MPI_Op_create(
-        half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, false>
-             : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, false>,
-        1, &rt->halfSum[half]);
-    MPI_Op_create(
-        half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, true>
-             : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, true>,
-        1, &rt->halfMax[half]);
-  }
+  bool leader = rank == 0;
+  const DeviceOps &device = deviceOps();
+  device.bind(rt, localIndex, options.loopback ? size : 1);
 
   size_t arenaBytes = size_t((model->arena_bytes + 63) / 64 * 64);
   char *arena =
@@ -938,6 +717,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   memset(arena, 0, arenaBytes);
 
   // Parameters and inputs: from files, or from the seed.
+  std::string error;
   auto fill = [&](const std::string &path, const loomrt_tensor *tensors,
                   int count, const char *what) {
     if (path.empty()) {
@@ -948,15 +728,14 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     if (load(rt, path, tensors, count, what, arena, error))
       return true;
     if (leader)
-      fprintf(stderr, "%s: error: %s\n", argv[0], error.c_str());
+      fprintf(stderr, "%s: error: %s\n", program, error.c_str());
     return false;
   };
   if (!fill(options.params, model->params, model->num_params, "parameter") ||
       !fill(options.inputs, model->inputs, model->num_inputs, "input")) {
     free(arena);
-    return finish(1);
+    return 1;
   }
-  const DeviceOps &device = deviceOps();
   char *deviceArena = device.allocate(arena, arenaBytes);
   if (!deviceArena)
     abortJob(rt,
@@ -966,19 +745,31 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   if (deviceArena != arena)
     device.upload(deviceArena, arena, arenaBytes);
 
+  // A CUDA graph replays the steady-state step: captured on the step after
+  // the first (which sizes scratch buffers, plans GEMMs and makes
+  // communicators), never in loopback mode, where ranks wait on each
+  // other's streams through the host.
+  bool graphs = options.graph && !options.loopback && device.runStep;
+  long eagerSteps = 0;
+  auto step = [&] {
+    if (device.runStep)
+      device.runStep(rt, model, deviceArena, graphs && eagerSteps > 0);
+    else
+      model->step(rt, deviceArena);
+    ++eagerSteps;
+    device.synchronize();
+    if (device.afterStep)
+      device.afterStep(rt);
+  };
   std::vector<double> stepSeconds;
   double gemmTotal = 0.0;
-  if (options.bench) {
-    model->step(
-        rt, deviceArena); // warm-up: page faults, BLAS buffers, communicators
-    device.synchronize();
-  }
+  if (options.bench)
+    step(); // warm-up: page faults, BLAS buffers, communicators
   for (long s = 0; s < options.steps; ++s) {
-    barrier(rt, "before a step");
+    transport->barrier(rt, "the barrier before a step");
     rt->gemmSeconds = 0.0;
     double start = now();
-    model->step(rt, deviceArena);
-    device.synchronize();
+    step();
     stepSeconds.push_back(now() - start);
     gemmTotal += rt->gemmSeconds;
   }
@@ -989,42 +780,144 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   if (options.bench) {
     std::vector<double> sorted = stepSeconds;
     std::sort(sorted.begin(), sorted.end());
-    double median = sorted[sorted.size() / 2], total = 0.0;
+    double total = 0.0;
     for (double s : stepSeconds)
       total += s;
-    double share = total > 0 ? gemmTotal / total : 0.0;
-    double maxMedian = 0.0, sumShare = 0.0;
-    watched(rt, "collecting step times", [&](MPI_Request *r) {
-      return MPI_Ireduce(&median, &maxMedian, 1, MPI_DOUBLE, MPI_MAX, 0,
-                         MPI_COMM_WORLD, r);
-    });
-    watched(rt, "collecting step times", [&](MPI_Request *r) {
-      return MPI_Ireduce(&share, &sumShare, 1, MPI_DOUBLE, MPI_SUM, 0,
-                         MPI_COMM_WORLD, r);
-    });
+    double slowestMedian = sorted[sorted.size() / 2],
+           share = total > 0 ? gemmTotal / total : 0.0;
+    transport->reduceDoubles(rt, &slowestMedian, 1, true,
+                             "collecting step times");
+    transport->reduceDoubles(rt, &share, 1, false, "collecting step times");
     if (leader)
       printf(
           "bench: %ld steps on %d ranks: median step %.3f ms (slowest rank), "
           "GEMMs %.1f%% of step time (mean over ranks)\n",
-          options.steps, rt->worldSize, maxMedian * 1e3,
-          100.0 * sumShare / rt->worldSize);
+          options.steps, size, slowestMedian * 1e3, 100.0 * share / size);
     fflush(stdout);
   }
 
+  bool saved = true;
   if (!options.out.empty()) {
     std::vector<const char *> data;
     for (int i = 0; i < model->num_outputs; ++i)
       data.push_back(arena + model->outputs[i].arena_offset);
-    save(rt, options.out, model->outputs, model->num_outputs, data.data());
+    saved =
+        save(rt, options.out, model->outputs, model->num_outputs, data.data());
   }
-  if (!options.saveParams.empty()) {
+  if (saved && !options.saveParams.empty()) {
     std::vector<const char *> data;
     for (int i = 0; i < model->num_params; ++i)
       data.push_back(arena + model->params[i].arena_offset);
-    save(rt, options.saveParams, model->params, model->num_params, data.data());
+    saved = save(rt, options.saveParams, model->params, model->num_params,
+                 data.data());
   }
-  barrier(rt, "at the end of the run");
+  if (saved)
+    transport->barrier(rt, "the barrier at the end of the run");
   device.release(deviceArena, arena);
   free(arena);
-  return finish(0);
+  return saved ? 0 : 1;
+}
+
+/// This process's index among the processes of its machine (which GPU it
+/// takes).
+int localIndex() {
+  MPI_Comm local;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                          MPI_INFO_NULL, &local) != MPI_SUCCESS)
+    return 0;
+  int index = 0;
+  MPI_Comm_rank(local, &index);
+  MPI_Comm_free(&local);
+  return index;
+}
+
+} // namespace
+
+extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int processRank = 0, processes = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &processRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  bool leader = processRank == 0;
+  auto finish = [&](int code) {
+    MPI_Finalize();
+    return code;
+  };
+
+  int64_t meshRanks = 1;
+  std::string meshText;
+  for (int a = 0; a < model->num_axes; ++a) {
+    meshRanks *= model->axis_sizes[a];
+    meshText += format("%s%s=%lld", a ? ", " : "", model->axis_names[a],
+                       (long long)model->axis_sizes[a]);
+  }
+  Options options;
+  std::string error;
+  if (!parseOptions(argc, argv, options, error)) {
+    if (leader)
+      fprintf(stderr, "%s: error: %s\n", argv[0], error.c_str());
+    return finish(2);
+  }
+  if (options.help) {
+    if (leader)
+      printf(kUsage, argv[0], argv[0], model->name, model->source,
+             (long long)meshRanks);
+    return finish(0);
+  }
+  const DeviceOps &device = deviceOps();
+  auto refuse = [&](const std::string &message) {
+    if (leader)
+      fprintf(stderr, "%s: error: %s\n", argv[0], message.c_str());
+    return finish(2);
+  };
+
+  if (options.loopback) {
+    if (processes != 1)
+      return refuse(format("--loopback runs all %lld ranks in one process, "
+                           "but this job has %d processes; run it without "
+                           "mpirun",
+                           (long long)meshRanks, processes));
+    Transport *transport = loopbackTransport(*model, *device.loopback);
+    std::vector<int> codes(size_t(meshRanks), 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < int(meshRanks); ++r)
+      threads.emplace_back([&, r] {
+        codes[size_t(r)] =
+            runRank(model, transport, r, int(meshRanks), 0, options, argv[0]);
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    return finish(*std::max_element(codes.begin(), codes.end()));
+  }
+
+  if (processes != meshRanks) {
+    if (model->num_axes == 0)
+      return refuse(format("model %s declares no mesh and runs on 1 rank, but "
+                           "this job has %d; run it alone or with mpirun -np 1",
+                           model->name, processes));
+    return refuse(format(
+        "model %s was compiled for the mesh [%s] of %lld rank%s, but this job "
+        "has %d; run it with mpirun -np %lld or with --loopback, or recompile "
+        "with loomc --mesh for a mesh of %d",
+        model->name, meshText.c_str(), (long long)meshRanks,
+        meshRanks == 1 ? "" : "s", processes, (long long)meshRanks, processes));
+  }
+  // The transport: MPI for host memory. A device's memory needs NCCL between
+  // processes; one rank alone needs none (LOOMRT_TRANSPORT=nccl asks for it
+  // anyway, to exercise NCCL with 1-rank communicators).
+  Transport *transport = mpiTransport();
+  if (!device.hostMemory) {
+    const char *wanted = getenv("LOOMRT_TRANSPORT");
+    bool wantNccl = processes > 1 || (wanted && !strcmp(wanted, "nccl"));
+    transport = wantNccl ? ncclTransport()
+                         : loopbackTransport(*model, *device.loopback);
+    if (!transport)
+      return refuse(format(
+          "this %s build of libloomrt has no NCCL, so its ranks cannot run as "
+          "separate processes; run all %lld ranks on one GPU with --loopback",
+          device.name, (long long)meshRanks));
+  }
+  return finish(runRank(model, transport, processRank, processes, localIndex(),
+                        options, argv[0]));
 }

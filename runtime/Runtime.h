@@ -1,0 +1,195 @@
+//===- Runtime.h - What libloomrt's files share
+//----------------------------===//
+//
+// The process code (Process.cpp) runs one rank per thread it is given; the
+// ranks reach each other through a Transport (MPI between processes, NCCL
+// between GPUs, or the loopback mode for every rank in one process) and run
+// their step on the memory a DeviceOps describes (the host or a GPU).
+// Internal to the runtime: generated code sees only loomrt.h.
+//===----------------------------------------------------------------------===//
+#ifndef LOOMRT_RUNTIME_H
+#define LOOMRT_RUNTIME_H
+
+#include "loomrt.h"
+
+#include <string>
+#include <vector>
+
+namespace loomrt {
+
+class Transport;
+
+/// Operations the loopback mode needs from a backend whose ranks share one
+/// address space (runtime/Loopback.cpp). Everything is ordered after the
+/// calling rank's earlier work (its stream, on a GPU); a mark is how
+/// another rank orders its own work after it.
+struct LoopbackOps {
+  /// This rank's buffer `slot` (0..2), grown to at least `bytes`. Growing
+  /// first waits for the rank's work, so no peer still reads the old one.
+  void *(*staging)(int slot, size_t bytes);
+  /// Records this rank's work so far in mark `which` (0..2) and returns
+  /// it; null where work is done when it is issued (the host).
+  void *(*mark)(int which);
+  /// Orders this rank's later work after another rank's mark.
+  void (*waitFor)(void *mark);
+  /// out[r][c] = reduction over p < n of inputs[p][r * inPitch + c], in the
+  /// order p = 0, 1, ..., accumulated in f32 for floating types and rounded
+  /// once (pitches in elements).
+  void (*reduce)(int dtype, int reduction, const void *const *inputs, int n,
+                 int64_t rows, int64_t columns, int64_t inPitch, void *out,
+                 int64_t outPitch);
+  /// A 2-D byte copy: `rows` rows of `width` bytes.
+  void (*copy2d)(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                 size_t width, size_t rows);
+  void (*zero)(void *dst, size_t bytes);
+  /// Waits until this rank's work so far is done.
+  void (*synchronize)();
+};
+
+/// Where the step's arena lives. The process (options, initial values, files)
+/// works on a host copy; a backend whose memory is elsewhere (CUDA) moves it
+/// before the first step and back after the last. Defined by the kernel
+/// library an executable links (cpu/Kernels.cpp or cuda/Kernels.cu).
+struct DeviceOps {
+  const char *name;
+  /// Whether the arena is host memory that MPI can move (the CPU backend).
+  bool hostMemory;
+  /// Binds the calling thread to its device (`localIndex`: the rank's index
+  /// among the ranks of its machine; `ranksInProcess`: how many ranks share
+  /// this process) before anything else it does.
+  void (*bind)(loomrt_ctx *rt, int localIndex, int ranksInProcess);
+  /// The arena the step gets; may return `host` itself.
+  char *(*allocate)(char *host, size_t bytes);
+  void (*upload)(char *device, const char *host, size_t bytes);
+  void (*download)(char *host, const char *device, size_t bytes);
+  /// Waits until the step's work is done (for timing and before copies).
+  void (*synchronize)();
+  void (*release)(char *device, char *host);
+  /// The loopback mode's operations on this backend's memory.
+  const LoopbackOps *loopback;
+  /// Runs the step, or replays it (a CUDA graph captured on the first call
+  /// with `capture` set); null where steps are plain calls.
+  void (*runStep)(loomrt_ctx *rt, const loomrt_model *model, char *arena,
+                  bool capture);
+  /// Called after every step (synchronised): deferred checks of the step's
+  /// results, such as targets outside the vocabulary; may be null.
+  void (*afterStep)(loomrt_ctx *rt);
+};
+const DeviceOps &deviceOps();
+
+/// CUDA: whether the rank's stream is being captured into a graph (work
+/// cannot be waited for then).
+bool streamIsCapturing();
+
+/// Reusable f32 buffers for packing GEMM operands (slot 0..2).
+std::vector<float> &scratch(loomrt_ctx *rt, int slot);
+/// Time spent in GEMMs is accumulated for `--bench`.
+double gemmClockStart(loomrt_ctx *rt);
+void gemmClockStop(loomrt_ctx *rt, double start);
+
+double now();
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *dtypeText(int dtype);
+
+/// "rank 3 (dp=1, tp=1)".
+std::string meshPosition(const loomrt_ctx *rt);
+/// "[dp, tp]".
+std::string axesText(const loomrt_ctx *rt, const int *axes, int numAxes);
+/// Prints "loom: <position>: error: <message>" and ends every rank.
+[[noreturn]] void abortJob(loomrt_ctx *rt, const std::string &message,
+                           int code);
+/// The rank's mesh coordinates, world rank and size, and its transport.
+int worldRank(const loomrt_ctx *rt);
+const std::vector<int64_t> &coordinates(const loomrt_ctx *rt);
+const loomrt_model &model(const loomrt_ctx *rt);
+double collectiveTimeout(const loomrt_ctx *rt);
+/// Which group over `axes` a rank with `coords` is in: its coordinates on
+/// the other axes, row-major (an MPI_Comm_split colour).
+int64_t groupColour(const loomrt_model &model,
+                    const std::vector<int64_t> &coords, const int *axes,
+                    int numAxes);
+/// The number of ranks in a group over `axes`.
+int64_t groupSize(const loomrt_ctx *rt, const int *axes, int numAxes);
+
+/// all_to_all's pieces: the local [shape] is cut into n pieces along
+/// splitDim; piece p goes to group rank p, and the piece from group rank p
+/// lands at chunk p of concatDim. Packing and unpacking run on the
+/// backend's memory (loomrt_extract / loomrt_insert).
+struct AllToAll {
+  AllToAll(int64_t n, int rank, const int64_t *shape, int splitDim,
+           int concatDim);
+  /// in -> pieces[n][pieceElements].
+  void pack(int dtype, const void *in, void *pieces) const;
+  /// The piece from group rank p -> its place in out.
+  void unpack(int dtype, const void *piece, int64_t p, void *out) const;
+  int64_t n, pieceElements;
+  int64_t outer, splitSize, chunk, inner;       // the split
+  int64_t concatOuter, concatSize, concatInner; // the concatenation
+};
+
+/// How ranks reach each other. One instance per process, shared by the
+/// ranks the process runs. `what` names the operation for messages
+/// ("collective #4 all_gather over [tp] (loom.all_gather at gpt.loom:50:3)").
+/// Collective buffers are the backend's memory; the process-level
+/// operations move small host values over the whole world.
+class Transport {
+public:
+  virtual ~Transport();
+  virtual const char *name() const = 0;
+
+  /// Process level: a barrier, rank 0's `*value` to every rank, and
+  /// element-wise sums or maxima of `values` over every rank, delivered to
+  /// every rank.
+  virtual void barrier(loomrt_ctx *rt, const std::string &what) = 0;
+  virtual void shareLeaderInt(loomrt_ctx *rt, int *value,
+                              const std::string &what) = 0;
+  virtual void reduceDoubles(loomrt_ctx *rt, double *values, int count,
+                             bool maximum, const std::string &what) = 0;
+
+  /// The collectives of loomrt.h, with their layouts.
+  virtual void allReduce(loomrt_ctx *rt, const std::string &what,
+                         const int *axes, int numAxes, int dtype, int reduction,
+                         const void *in, void *out, int64_t count) = 0;
+  virtual void allGather(loomrt_ctx *rt, const std::string &what,
+                         const int *axes, int numAxes, int dtype,
+                         const void *in, void *out, int64_t outer,
+                         int64_t chunk) = 0;
+  virtual void reduceScatter(loomrt_ctx *rt, const std::string &what,
+                             const int *axes, int numAxes, int dtype,
+                             int reduction, const void *in, void *out,
+                             int64_t outer, int64_t chunk) = 0;
+  virtual void allToAll(loomrt_ctx *rt, const std::string &what,
+                        const int *axes, int numAxes, int dtype, const void *in,
+                        void *out, const AllToAll &layout) = 0;
+  virtual void permute(loomrt_ctx *rt, const std::string &what, const int *axes,
+                       int numAxes, int dtype, const void *in, void *out,
+                       int64_t count, const int64_t *pairs, int numPairs) = 0;
+  virtual void broadcast(loomrt_ctx *rt, const std::string &what,
+                         const int *axes, int numAxes, int dtype,
+                         const void *in, void *out, int64_t count,
+                         int64_t root) = 0;
+  /// Point to point along one axis: to / from the rank `offset` steps away.
+  virtual void send(loomrt_ctx *rt, const std::string &what, int axis,
+                    int64_t offset, int dtype, const void *in,
+                    int64_t count) = 0;
+  virtual void recv(loomrt_ctx *rt, const std::string &what, int axis,
+                    int64_t offset, int dtype, void *out, int64_t count) = 0;
+
+  /// Ends every rank after a message has been printed.
+  [[noreturn]] virtual void abort(loomrt_ctx *rt, int code) = 0;
+};
+
+/// The transports a process can use. MPI moves host memory between
+/// processes; the loopback mode runs every rank of the mesh as a thread of
+/// this process over the backend's LoopbackOps; NCCL (CUDA builds with
+/// NCCL) moves device memory between processes, one GPU each.
+Transport *mpiTransport();
+Transport *loopbackTransport(const loomrt_model &model, const LoopbackOps &ops);
+/// Null when this build has no NCCL.
+Transport *ncclTransport();
+/// LoopbackOps on host memory (the CPU backend's).
+const LoopbackOps &hostLoopbackOps();
+
+} // namespace loomrt
+
+#endif // LOOMRT_RUNTIME_H

@@ -1,0 +1,384 @@
+//===- Nccl.cpp - Collectives over NCCL, a GPU per process ----------------===//
+//
+// Communicators are made lazily, one per ordered subset of mesh axes, like
+// MPI's (DESIGN.md, communicators): the group's rank 0 makes the NCCL unique
+// id and MPI broadcasts it over the group. Communicators are non-blocking
+// (NCCL's `blocking = 0`), so no NCCL call can hang the host: each is polled
+// with ncclCommGetAsyncError against --collective-timeout. The work itself
+// runs on the rank's stream; a watchdog thread polls an event per collective
+// and the communicators' errors, and past the timeout aborts the
+// communicators and the job with the collective's rank, kind, axes and
+// sequence number. Process-level operations (barriers, sharing small host
+// values) stay on MPI.
+//===----------------------------------------------------------------------===//
+#include "runtime/Elements.h"
+#include "runtime/Runtime.h"
+#include "runtime/Watchdog.h"
+
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace loomrt;
+
+namespace {
+
+ncclDataType_t ncclType(int dtype) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    return ncclFloat32;
+  case LOOMRT_BF16:
+    return ncclBfloat16;
+  case LOOMRT_F16:
+    return ncclFloat16;
+  case LOOMRT_I32:
+    return ncclInt32;
+  default:
+    return ncclInt64;
+  }
+}
+
+class NcclTransport final : public Transport {
+public:
+  const char *name() const override { return "NCCL"; }
+
+  void barrier(loomrt_ctx *rt, const std::string &what) override {
+    mpiTransport()->barrier(rt, what);
+  }
+  void shareLeaderInt(loomrt_ctx *rt, int *value,
+                      const std::string &what) override {
+    mpiTransport()->shareLeaderInt(rt, value, what);
+  }
+  void reduceDoubles(loomrt_ctx *rt, double *values, int count, bool maximum,
+                     const std::string &what) override {
+    mpiTransport()->reduceDoubles(rt, values, count, maximum, what);
+  }
+
+  void allReduce(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, int reduction, const void *in,
+                 void *out, int64_t count) override {
+    ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    issue(rt, comm, what, [&] {
+      return ncclAllReduce(in, out, size_t(count), ncclType(dtype),
+                           reduction == LOOMRT_MAX ? ncclMax : ncclSum, comm,
+                           stream(rt));
+    });
+  }
+
+  void allGather(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, const void *in, void *out,
+                 int64_t outer, int64_t chunk) override {
+    ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    int64_t n = groupSize(rt, axes, numAxes);
+    size_t row = size_t(chunk) * elementBytes(dtype),
+           piece = size_t(outer) * row;
+    // NCCL gathers [n][outer][chunk]; the layout is [outer][n][chunk].
+    void *gathered = outer == 1 ? out : staging().staging(0, piece * size_t(n));
+    issue(rt, comm, what, [&] {
+      return ncclAllGather(in, gathered, piece / elementBytes(dtype),
+                           ncclType(dtype), comm, stream(rt));
+    });
+    if (gathered != out)
+      for (int64_t p = 0; p < n; ++p)
+        staging().copy2d(static_cast<char *>(out) + size_t(p) * row,
+                         size_t(n) * row,
+                         static_cast<char *>(gathered) + size_t(p) * piece, row,
+                         row, size_t(outer));
+  }
+
+  void reduceScatter(loomrt_ctx *rt, const std::string &what, const int *axes,
+                     int numAxes, int dtype, int reduction, const void *in,
+                     void *out, int64_t outer, int64_t chunk) override {
+    ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    int64_t n = groupSize(rt, axes, numAxes);
+    size_t row = size_t(chunk) * elementBytes(dtype),
+           piece = size_t(outer) * row;
+    // [outer][n][chunk] -> [n][outer][chunk], so that piece p is contiguous.
+    const void *packed = in;
+    if (outer != 1) {
+      void *buffer = staging().staging(0, piece * size_t(n));
+      for (int64_t p = 0; p < n; ++p)
+        staging().copy2d(static_cast<char *>(buffer) + size_t(p) * piece, row,
+                         static_cast<const char *>(in) + size_t(p) * row,
+                         size_t(n) * row, row, size_t(outer));
+      packed = buffer;
+    }
+    issue(rt, comm, what, [&] {
+      return ncclReduceScatter(
+          packed, out, size_t(outer * chunk), ncclType(dtype),
+          reduction == LOOMRT_MAX ? ncclMax : ncclSum, comm, stream(rt));
+    });
+  }
+
+  void allToAll(loomrt_ctx *rt, const std::string &what, const int *axes,
+                int numAxes, int dtype, const void *in, void *out,
+                const AllToAll &layout) override {
+    ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    size_t piece = size_t(layout.pieceElements) * elementBytes(dtype);
+    char *send =
+        static_cast<char *>(staging().staging(0, piece * size_t(layout.n)));
+    char *receive =
+        static_cast<char *>(staging().staging(1, piece * size_t(layout.n)));
+    layout.pack(dtype, in, send);
+    issue(rt, comm, what, [&] {
+      ncclResult_t status = ncclGroupStart();
+      for (int64_t p = 0; p < layout.n && status == ncclSuccess; ++p) {
+        status = ncclSend(send + size_t(p) * piece, piece, ncclUint8, int(p),
+                          comm, stream(rt));
+        if (status == ncclSuccess || status == ncclInProgress)
+          status = ncclRecv(receive + size_t(p) * piece, piece, ncclUint8,
+                            int(p), comm, stream(rt));
+      }
+      ncclResult_t end = ncclGroupEnd();
+      return status == ncclSuccess || status == ncclInProgress ? end : status;
+    });
+    for (int64_t p = 0; p < layout.n; ++p)
+      layout.unpack(dtype, receive + size_t(p) * piece, p, out);
+  }
+
+  void permute(loomrt_ctx *rt, const std::string &what, const int *axes,
+               int numAxes, int dtype, const void *in, void *out, int64_t count,
+               const int64_t *pairs, int numPairs) override {
+    ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    int64_t me = loomrt_group_rank(rt, axes, numAxes);
+    size_t bytes = size_t(count) * elementBytes(dtype);
+    const void *source = in;
+    if (in == out) {
+      void *copy = staging().staging(0, bytes);
+      staging().copy2d(copy, bytes, in, bytes, bytes, 1);
+      source = copy;
+    }
+    bool received = false;
+    for (int p = 0; p < numPairs; ++p)
+      received |= pairs[2 * p + 1] == me;
+    if (!received)
+      staging().zero(out, bytes);
+    issue(rt, comm, what, [&] {
+      ncclResult_t status = ncclGroupStart();
+      for (int p = 0; p < numPairs; ++p) {
+        int64_t from = pairs[2 * p], to = pairs[2 * p + 1];
+        if (from == me && (status == ncclSuccess || status == ncclInProgress))
+          status =
+              ncclSend(source, bytes, ncclUint8, int(to), comm, stream(rt));
+        if (to == me && (status == ncclSuccess || status == ncclInProgress))
+          status = ncclRecv(out, bytes, ncclUint8, int(from), comm, stream(rt));
+      }
+      ncclResult_t end = ncclGroupEnd();
+      return status == ncclSuccess || status == ncclInProgress ? end : status;
+    });
+  }
+
+  void broadcast(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, const void *in, void *out,
+                 int64_t count, int64_t root) override {
+    ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    issue(rt, comm, what, [&] {
+      return ncclBroadcast(in, out, size_t(count) * elementBytes(dtype),
+                           ncclUint8, int(root), comm, stream(rt));
+    });
+  }
+
+  void send(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
+            int dtype, const void *in, int64_t count) override {
+    ncclComm_t comm = communicator(rt, &axis, 1, what);
+    issue(rt, comm, what, [&] {
+      return ncclSend(in, size_t(count) * elementBytes(dtype), ncclUint8,
+                      neighbour(rt, axis, offset), comm, stream(rt));
+    });
+  }
+
+  void recv(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
+            int dtype, void *out, int64_t count) override {
+    ncclComm_t comm = communicator(rt, &axis, 1, what);
+    issue(rt, comm, what, [&] {
+      return ncclRecv(out, size_t(count) * elementBytes(dtype), ncclUint8,
+                      neighbour(rt, axis, offset), comm, stream(rt));
+    });
+  }
+
+  [[noreturn]] void abort(loomrt_ctx *, int code) override {
+    abortCommunicators();
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+  }
+
+private:
+  static const LoopbackOps &staging() { return *deviceOps().loopback; }
+  static cudaStream_t stream(loomrt_ctx *rt) {
+    return static_cast<cudaStream_t>(loomrt_stream(rt));
+  }
+
+  static int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
+    int64_t size = model(rt).axis_sizes[axis];
+    return int(((coordinates(rt)[size_t(axis)] + offset) % size + size) % size);
+  }
+
+  /// Waits (polling, under the timeout) until the communicator has taken
+  /// the last call; ends the job on an NCCL error.
+  void settle(loomrt_ctx *rt, ncclComm_t comm, ncclResult_t status,
+              const std::string &what) {
+    double start = now(), timeout = collectiveTimeout(rt);
+    while (status == ncclInProgress) {
+      if (now() - start > timeout)
+        abortJob(rt,
+                 format("%s: NCCL did not take the call within %g s "
+                        "(--collective-timeout)",
+                        what.c_str(), timeout),
+                 3);
+      usleep(50);
+      ncclCommGetAsyncError(comm, &status);
+    }
+    if (status != ncclSuccess)
+      abortJob(rt,
+               format("%s: NCCL failed: %s (%s)", what.c_str(),
+                      ncclGetErrorString(status), ncclGetLastError(comm)),
+               4);
+  }
+
+  /// Issues one NCCL operation and hands its completion to the watchdog.
+  /// While the step is captured into a CUDA graph there is no event to
+  /// poll: the eager steps before the capture are watched collective by
+  /// collective, and in replays the watchdog still sees NCCL's errors.
+  template <typename Call>
+  void issue(loomrt_ctx *rt, ncclComm_t comm, const std::string &what,
+             Call call) {
+    settle(rt, comm, call(), what);
+    if (streamIsCapturing())
+      return;
+    watch(rt, what);
+  }
+
+  /// The watchdog gets an event recorded after the work on the stream.
+  void watch(loomrt_ctx *rt, const std::string &what) {
+    cudaEvent_t event = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!freeEvents.empty()) {
+        event = freeEvents.back();
+        freeEvents.pop_back();
+      }
+    }
+    if (!event &&
+        cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess)
+      abortJob(rt, what + ": cannot create a CUDA event", 7);
+    if (cudaEventRecord(event, stream(rt)) != cudaSuccess)
+      abortJob(rt, what + ": cannot record a CUDA event", 7);
+    if (!watchdog) {
+      int device = 0;
+      cudaGetDevice(&device);
+      watchdog = std::make_unique<Watchdog>(
+          collectiveTimeout(rt),
+          [this, device] {
+            static thread_local bool bound = false;
+            if (!bound)
+              bound = cudaSetDevice(device) == cudaSuccess;
+            return communicatorError();
+          },
+          [rt](const std::string &message) {
+            // The main thread may be blocked in a synchronisation that
+            // never ends: this thread ends the job.
+            abortJob(rt, message, 3);
+          });
+    }
+    watchdog->watch(what, [this, event] {
+      cudaError_t state = cudaEventQuery(event);
+      if (state == cudaErrorNotReady)
+        return false;
+      std::lock_guard<std::mutex> lock(mutex);
+      freeEvents.push_back(event);
+      return true;
+    });
+  }
+
+  /// The first communicator's asynchronous error, as text ("" when none).
+  std::string communicatorError() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &entry : comms) {
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(entry.second, &state);
+      if (state != ncclSuccess && state != ncclInProgress)
+        return format("NCCL reports an error on a communicator: %s (%s)",
+                      ncclGetErrorString(state),
+                      ncclGetLastError(entry.second));
+    }
+    return "";
+  }
+
+  void abortCommunicators() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &entry : comms)
+      ncclCommAbort(entry.second);
+    comms.clear();
+  }
+
+  /// The communicator over `axes`, made on first use (every rank of the
+  /// world makes it at the same collective, so MPI meets them all).
+  ncclComm_t communicator(loomrt_ctx *rt, const int *axes, int numAxes,
+                          const std::string &what) {
+    std::vector<int> key(axes, axes + numAxes);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto found = comms.find(key);
+      if (found != comms.end())
+        return found->second;
+    }
+    int groupRank = int(loomrt_group_rank(rt, axes, numAxes)),
+        n = int(groupSize(rt, axes, numAxes));
+    MPI_Comm group;
+    mpiTransport()->barrier(rt, what);
+    if (MPI_Comm_split(
+            MPI_COMM_WORLD,
+            int(groupColour(model(rt), coordinates(rt), axes, numAxes)),
+            groupRank, &group) != MPI_SUCCESS)
+      abortJob(rt, what + ": MPI could not split the world for NCCL", 4);
+    ncclUniqueId id;
+    if (groupRank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+      abortJob(rt, what + ": NCCL could not make a unique id", 4);
+    MPI_Request request;
+    MPI_Ibcast(&id, int(sizeof id), MPI_BYTE, 0, group, &request);
+    double start = now();
+    for (int done = 0; !done;) {
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (!done && now() - start > collectiveTimeout(rt))
+        abortJob(rt, what + ": the NCCL id never arrived", 3);
+      if (!done)
+        usleep(100);
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    ncclResult_t status =
+        ncclCommInitRankConfig(&comm, n, id, groupRank, &config);
+    settle(rt, comm, status,
+           what + ": creating the NCCL communicator over " +
+               axesText(rt, axes, numAxes));
+    std::lock_guard<std::mutex> lock(mutex);
+    comms.emplace(key, comm);
+    return comm;
+  }
+
+  std::mutex mutex;
+  std::map<std::vector<int>, ncclComm_t> comms;
+  std::vector<cudaEvent_t> freeEvents;
+  std::unique_ptr<Watchdog> watchdog;
+};
+
+} // namespace
+
+Transport *loomrt::ncclTransport() {
+  static NcclTransport *transport = new NcclTransport();
+  return transport;
+}

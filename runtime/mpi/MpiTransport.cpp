@@ -1,0 +1,314 @@
+//===- MpiTransport.cpp - Collectives over MPI, on host memory ------------===//
+//
+// One rank per process. Communicators are made lazily, one per ordered
+// subset of mesh axes (DESIGN.md, Runtime). Every operation is
+// non-blocking and polled against --collective-timeout, so a stuck or
+// mismatched job ends with a message instead of hanging.
+//===----------------------------------------------------------------------===//
+#include "runtime/Elements.h"
+#include "runtime/Runtime.h"
+
+// Only MPI's C API: Open MPI's C++ bindings need a library of their own.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <time.h>
+#include <unistd.h>
+
+using namespace loomrt;
+
+namespace {
+
+//--- bf16/f16 reductions accumulate in f32 (DESIGN.md, Numerics) -----------
+template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool Max>
+void halfReduce(void *in, void *inout, int *length, MPI_Datatype *) {
+  auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *length; ++i) {
+    float x = Load(a[i]), y = Load(b[i]);
+    b[i] = Store(Max ? (x > y || std::isnan(x) ? x : y) : x + y);
+  }
+}
+
+MPI_Datatype mpiType(int dtype) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    return MPI_FLOAT;
+  case LOOMRT_I32:
+    return MPI_INT32_T;
+  case LOOMRT_I64:
+    return MPI_INT64_T;
+  default:
+    return MPI_UINT16_T;
+  }
+}
+
+class MpiTransport final : public Transport {
+public:
+  MpiTransport() {
+    for (int half = 0; half < 2; ++half) {
+      MPI_Op_create(
+          half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, false>
+               : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, false>,
+          1, &halfSum[half]);
+      MPI_Op_create(
+          half ? halfReduce<loomrt_f16_to_f32, loomrt_f32_to_f16, true>
+               : halfReduce<loomrt_bf16_to_f32, loomrt_f32_to_bf16, true>,
+          1, &halfMax[half]);
+    }
+  }
+
+  const char *name() const override { return "MPI"; }
+
+  void barrier(loomrt_ctx *rt, const std::string &what) override {
+    watched(rt, what,
+            [&](MPI_Request *r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); });
+  }
+
+  void shareLeaderInt(loomrt_ctx *rt, int *value,
+                      const std::string &what) override {
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Ibcast(value, 1, MPI_INT, 0, MPI_COMM_WORLD, r);
+    });
+  }
+
+  void reduceDoubles(loomrt_ctx *rt, double *values, int count, bool maximum,
+                     const std::string &what) override {
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE,
+                            maximum ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, r);
+    });
+  }
+
+  void allReduce(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, int reduction, const void *in,
+                 void *out, int64_t count) override {
+    MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
+                            mpiType(dtype), op(dtype, reduction), comm, r);
+    });
+  }
+
+  void allGather(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, const void *in, void *out,
+                 int64_t outer, int64_t chunk) override {
+    MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    int64_t n = groupSize(rt, axes, numAxes);
+    size_t bytes = elementBytes(dtype), piece = size_t(outer * chunk) * bytes;
+    std::vector<char> gathered(piece * size_t(n));
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Iallgather(in, int(piece), MPI_BYTE, gathered.data(),
+                            int(piece), MPI_BYTE, comm, r);
+    });
+    // [n][outer][chunk] -> [outer][n][chunk]
+    size_t row = size_t(chunk) * bytes;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t o = 0; o < outer; ++o)
+        memcpy(static_cast<char *>(out) + (o * n + p) * row,
+               gathered.data() + p * piece + o * row, row);
+  }
+
+  void reduceScatter(loomrt_ctx *rt, const std::string &what, const int *axes,
+                     int numAxes, int dtype, int reduction, const void *in,
+                     void *out, int64_t outer, int64_t chunk) override {
+    MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    int64_t n = groupSize(rt, axes, numAxes);
+    size_t row = size_t(chunk) * elementBytes(dtype);
+    // [outer][n][chunk] -> [n][outer][chunk], so that piece p is contiguous.
+    std::vector<char> packed(size_t(outer * n) * row);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t p = 0; p < n; ++p)
+        memcpy(packed.data() + (p * outer + o) * row,
+               static_cast<const char *>(in) + (o * n + p) * row, row);
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Ireduce_scatter_block(packed.data(), out, int(outer * chunk),
+                                       mpiType(dtype), op(dtype, reduction),
+                                       comm, r);
+    });
+  }
+
+  void allToAll(loomrt_ctx *rt, const std::string &what, const int *axes,
+                int numAxes, int dtype, const void *in, void *out,
+                const AllToAll &layout) override {
+    MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    size_t piece = size_t(layout.pieceElements) * elementBytes(dtype);
+    std::vector<char> send(piece * size_t(layout.n)),
+        receive(piece * size_t(layout.n));
+    layout.pack(dtype, in, send.data());
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Ialltoall(send.data(), int(piece), MPI_BYTE, receive.data(),
+                           int(piece), MPI_BYTE, comm, r);
+    });
+    for (int64_t p = 0; p < layout.n; ++p)
+      layout.unpack(dtype, receive.data() + size_t(p) * piece, p, out);
+  }
+
+  void permute(loomrt_ctx *rt, const std::string &what, const int *axes,
+               int numAxes, int dtype, const void *in, void *out, int64_t count,
+               const int64_t *pairs, int numPairs) override {
+    MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    int64_t me = loomrt_group_rank(rt, axes, numAxes);
+    size_t bytes = size_t(count) * elementBytes(dtype);
+    std::vector<char> copy(static_cast<const char *>(in),
+                           static_cast<const char *>(in) + bytes);
+    std::vector<MPI_Request> requests;
+    bool received = false;
+    for (int p = 0; p < numPairs; ++p) {
+      int64_t source = pairs[2 * p], target = pairs[2 * p + 1];
+      if (source == me) {
+        requests.emplace_back();
+        check(rt,
+              MPI_Isend(copy.data(), int(bytes), MPI_BYTE, int(target), 7, comm,
+                        &requests.back()),
+              what);
+      }
+      if (target == me) {
+        received = true;
+        requests.emplace_back();
+        check(rt,
+              MPI_Irecv(out, int(bytes), MPI_BYTE, int(source), 7, comm,
+                        &requests.back()),
+              what);
+      }
+    }
+    if (!received)
+      memset(out, 0, bytes);
+    await(rt, requests, what);
+  }
+
+  void broadcast(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, const void *in, void *out,
+                 int64_t count, int64_t root) override {
+    MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    size_t bytes = size_t(count) * elementBytes(dtype);
+    if (in != out)
+      memcpy(out, in, bytes);
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Ibcast(out, int(bytes), MPI_BYTE, int(root), comm, r);
+    });
+  }
+
+  void send(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
+            int dtype, const void *in, int64_t count) override {
+    MPI_Comm comm = communicator(rt, &axis, 1, what);
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Isend(in, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
+                       neighbour(rt, axis, offset), 9, comm, r);
+    });
+  }
+
+  void recv(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
+            int dtype, void *out, int64_t count) override {
+    MPI_Comm comm = communicator(rt, &axis, 1, what);
+    watched(rt, what, [&](MPI_Request *r) {
+      return MPI_Irecv(out, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
+                       neighbour(rt, axis, offset), 9, comm, r);
+    });
+  }
+
+  [[noreturn]] void abort(loomrt_ctx *, int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+  }
+
+private:
+  MPI_Op op(int dtype, int reduction) const {
+    if (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) {
+      int half = dtype == LOOMRT_BF16 ? 0 : 1;
+      return reduction == LOOMRT_MAX ? halfMax[half] : halfSum[half];
+    }
+    return reduction == LOOMRT_MAX ? MPI_MAX : MPI_SUM;
+  }
+
+  static void check(loomrt_ctx *rt, int status, const std::string &what) {
+    if (status == MPI_SUCCESS)
+      return;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(status, text, &length);
+    abortJob(rt, what + ": MPI failed: " + std::string(text, size_t(length)),
+             4);
+  }
+
+  /// Waits for `requests`, ending the job when the watchdog's time runs out.
+  static void await(loomrt_ctx *rt, std::vector<MPI_Request> &requests,
+                    const std::string &what) {
+    double start = now(), timeout = collectiveTimeout(rt);
+    for (long spins = 0;; ++spins) {
+      int done = 0;
+      check(rt,
+            MPI_Testall(int(requests.size()), requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            what);
+      if (done)
+        return;
+      if (spins > 2000) {
+        // Yield the core: ranks are often oversubscribed on small machines.
+        timespec pause = {0, spins > 200000 ? 1000000 : 20000};
+        nanosleep(&pause, nullptr);
+      }
+      if (now() - start > timeout)
+        abortJob(rt,
+                 format("%s did not complete within %g s "
+                        "(--collective-timeout); another rank failed, stopped "
+                        "or runs a different program",
+                        what.c_str(), timeout),
+                 3);
+    }
+  }
+
+  /// Runs one non-blocking MPI operation under the watchdog.
+  template <typename Start>
+  static void watched(loomrt_ctx *rt, const std::string &what, Start start) {
+    std::vector<MPI_Request> request(1);
+    check(rt, start(&request[0]), what);
+    await(rt, request, what);
+  }
+
+  /// The communicator over `axes`, made on first use. Splitting blocks until
+  /// every rank arrives, so a watched barrier goes first: a rank that never
+  /// comes ends the job with `what` (the collective that needed it).
+  MPI_Comm communicator(loomrt_ctx *rt, const int *axes, int numAxes,
+                        const std::string &what) {
+    std::vector<int> key(axes, axes + numAxes);
+    auto found = comms.find(key);
+    if (found != comms.end())
+      return found->second;
+    barrier(rt, what);
+    // Colour: this rank's coordinates on the other axes; key: its row-major
+    // index over `axes` in the order given (so (dp,tp) and (tp,dp) differ).
+    int64_t colour = groupColour(model(rt), coordinates(rt), axes, numAxes);
+    MPI_Comm comm;
+    check(rt,
+          MPI_Comm_split(MPI_COMM_WORLD, int(colour),
+                         int(loomrt_group_rank(rt, axes, numAxes)), &comm),
+          "creating the communicator over " + axesText(rt, axes, numAxes));
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    comms.emplace(key, comm);
+    return comm;
+  }
+
+  static int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
+    int64_t size = model(rt).axis_sizes[axis];
+    return int(((coordinates(rt)[size_t(axis)] + offset) % size + size) % size);
+  }
+
+  std::map<std::vector<int>, MPI_Comm> comms;
+  MPI_Op halfSum[2] = {MPI_OP_NULL, MPI_OP_NULL};
+  MPI_Op halfMax[2] = {MPI_OP_NULL, MPI_OP_NULL};
+};
+
+} // namespace
+
+Transport *loomrt::mpiTransport() {
+  static MpiTransport *transport = new MpiTransport();
+  return transport;
+}

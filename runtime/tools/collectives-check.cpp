@@ -1,0 +1,276 @@
+//===- collectives-check.cpp - Every collective of libloomrt, checked -----===//
+//
+// A program that links libloomrt like a generated one and, in its step,
+// runs every collective kind of loomrt.h over every axis subset of a 2-D
+// mesh, in f32, bf16 and i32, and compares each result with what the
+// collective means (computed here from the ranks' coordinates). The same
+// source builds for the CPU backend (MPI, loopback) and, compiled as CUDA,
+// for the CUDA backend (NCCL, loopback on one GPU).
+//
+//   LOOMRT_CHECK_MESH=XxY (default 2x2) sets the mesh [x: X, y: Y];
+//   run it with mpirun -np X*Y, or alone with --loopback.
+//   LOOMRT_CHECK_DIVERGE=R makes rank R skip the first collective (to test
+//   the messages of a job whose ranks disagree).
+//
+// Rank 0 prints one line per check; a wrong result ends the job through
+// loomrt_fail, naming the collective, the rank and the first wrong element.
+//===----------------------------------------------------------------------===//
+#include "loomrt.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+int64_t meshSizes[2] = {2, 2};
+const char *const axisNames[2] = {"x", "y"};
+
+/// Values every dtype holds exactly, and whose sums over 8 ranks do too.
+double valueOf(int64_t rank, int64_t i) {
+  return double((rank * 7 + i * 3) % 11) - 5.0;
+}
+
+std::vector<int64_t> coordsOf(int64_t rank) {
+  return {rank / meshSizes[1], rank % meshSizes[1]};
+}
+
+/// The world ranks of `rank`'s group over `axes`, in group order.
+std::vector<int64_t> groupOf(int64_t rank, const std::vector<int> &axes) {
+  std::vector<int64_t> mine = coordsOf(rank), members;
+  int64_t n = 1;
+  for (int a : axes)
+    n *= meshSizes[a];
+  members.resize(size_t(n));
+  for (int64_t r = 0; r < meshSizes[0] * meshSizes[1]; ++r) {
+    std::vector<int64_t> c = coordsOf(r);
+    bool same = true;
+    for (int a = 0; a < 2; ++a) {
+      bool listed = false;
+      for (int b : axes)
+        listed |= a == b;
+      same &= listed || c[size_t(a)] == mine[size_t(a)];
+    }
+    if (!same)
+      continue;
+    int64_t index = 0;
+    for (int a : axes)
+      index = index * meshSizes[a] + c[size_t(a)];
+    members[size_t(index)] = r;
+  }
+  return members;
+}
+
+size_t bytesOf(int dtype) { return dtype == LOOMRT_BF16 ? 2 : 4; }
+
+void storeValue(int dtype, std::vector<char> &buffer, int64_t i, double v) {
+  if (dtype == LOOMRT_F32)
+    reinterpret_cast<float *>(buffer.data())[i] = float(v);
+  else if (dtype == LOOMRT_BF16)
+    reinterpret_cast<uint16_t *>(buffer.data())[i] =
+        loomrt_f32_to_bf16(float(v));
+  else
+    reinterpret_cast<int32_t *>(buffer.data())[i] = int32_t(v);
+}
+
+double loadValue(int dtype, const std::vector<char> &buffer, int64_t i) {
+  if (dtype == LOOMRT_F32)
+    return reinterpret_cast<const float *>(buffer.data())[i];
+  if (dtype == LOOMRT_BF16)
+    return loomrt_bf16_to_f32(
+        reinterpret_cast<const uint16_t *>(buffer.data())[i]);
+  return reinterpret_cast<const int32_t *>(buffer.data())[i];
+}
+
+struct Checker {
+  loomrt_ctx *rt;
+  char *arena;
+  int64_t me;
+  int checks = 0;
+
+  /// Puts values (element i = value(i)) at arena offset `at`.
+  template <typename Fn>
+  void put(int dtype, int64_t at, int64_t count, Fn value) {
+    std::vector<char> host(size_t(count) * bytesOf(dtype));
+    for (int64_t i = 0; i < count; ++i)
+      storeValue(dtype, host, i, value(i));
+    loomrt_upload(rt, arena + at, host.data(), int64_t(host.size()));
+  }
+
+  /// Compares `count` elements at `at` with expected(i).
+  template <typename Fn>
+  void expect(const std::string &what, int dtype, int64_t at, int64_t count,
+              Fn expected) {
+    std::vector<char> host(size_t(count) * bytesOf(dtype));
+    loomrt_download(rt, host.data(), arena + at, int64_t(host.size()));
+    for (int64_t i = 0; i < count; ++i) {
+      double got = loadValue(dtype, host, i), want = expected(i);
+      if (got != want) {
+        std::string message = what + ": element " + std::to_string(i) + " is " +
+                              std::to_string(got) + ", not " +
+                              std::to_string(want);
+        loomrt_fail(rt, "collectives-check", message.c_str());
+      }
+    }
+    ++checks;
+    if (me == 0)
+      printf("ok %s\n", what.c_str());
+  }
+};
+
+const char *dtypeName(int dtype) {
+  return dtype == LOOMRT_F32 ? "f32" : dtype == LOOMRT_BF16 ? "bf16" : "i32";
+}
+
+void step(loomrt_ctx *rt, char *arena) {
+  const int64_t in = 0, out = 1 << 16;
+  int x = 0, y = 1;
+  int64_t me = loomrt_group_rank(rt, &x, 1) * meshSizes[1] +
+               loomrt_group_rank(rt, &y, 1);
+  Checker c{rt, arena, me};
+  // For testing the loopback mode's mismatch message: this rank skips the
+  // first collective, so it meets the others at a different one.
+  const char *diverge = getenv("LOOMRT_CHECK_DIVERGE");
+  bool skipFirst = diverge && atoll(diverge) == me;
+  const std::vector<std::vector<int>> subsets = {{0}, {1}, {0, 1}, {1, 0}};
+  for (const std::vector<int> &axes : subsets) {
+    std::vector<int64_t> group = groupOf(me, axes);
+    int64_t n = int64_t(group.size()),
+            self = loomrt_group_rank(rt, axes.data(), int(axes.size()));
+    std::string over = " over [";
+    for (size_t i = 0; i < axes.size(); ++i)
+      over += std::string(i ? ", " : "") + axisNames[axes[i]];
+    over += "]";
+    for (int dtype : {LOOMRT_F32, LOOMRT_BF16, LOOMRT_I32}) {
+      std::string suffix = std::string(" ") + dtypeName(dtype) + over;
+      const int count = 24;
+      auto mine = [&](int64_t i) { return valueOf(me, i); };
+      for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
+        auto reduced = [&](int64_t i) {
+          double acc = valueOf(group[0], i);
+          for (int64_t p = 1; p < n; ++p)
+            acc = reduction == LOOMRT_MAX
+                      ? std::fmax(acc, valueOf(group[size_t(p)], i))
+                      : acc + valueOf(group[size_t(p)], i);
+          return acc;
+        };
+        const char *name =
+            reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)";
+        c.put(dtype, in, count, mine);
+        if (skipFirst) {
+          skipFirst = false;
+          continue;
+        }
+        loomrt_all_reduce(rt, name, axes.data(), int(axes.size()), dtype,
+                          reduction, arena + in, arena + out, count);
+        c.expect(std::string(name) + suffix, dtype, out, count, reduced);
+        // In place.
+        loomrt_all_reduce(rt, name, axes.data(), int(axes.size()), dtype,
+                          reduction, arena + in, arena + in, count);
+        c.expect(std::string(name) + " in place" + suffix, dtype, in, count,
+                 reduced);
+      }
+      // all_gather: [2][3] pieces -> [2][n][3].
+      c.put(dtype, in, 6, mine);
+      loomrt_all_gather(rt, "all_gather", axes.data(), int(axes.size()), dtype,
+                        arena + in, arena + out, 2, 3);
+      c.expect("all_gather" + suffix, dtype, out, 2 * n * 3, [&](int64_t i) {
+        int64_t o = i / (n * 3), p = i / 3 % n, j = i % 3;
+        return valueOf(group[size_t(p)], o * 3 + j);
+      });
+      // reduce_scatter: [2][n][3] -> [2][3], piece `self` summed.
+      c.put(dtype, in, 2 * n * 3, mine);
+      loomrt_reduce_scatter(rt, "reduce_scatter", axes.data(), int(axes.size()),
+                            dtype, LOOMRT_SUM, arena + in, arena + out, 2, 3);
+      c.expect("reduce_scatter" + suffix, dtype, out, 6, [&](int64_t i) {
+        int64_t o = i / 3, j = i % 3;
+        double acc = 0;
+        for (int64_t p = 0; p < n; ++p)
+          acc += valueOf(group[size_t(p)], (o * n + self) * 3 + j);
+        return acc;
+      });
+      // all_to_all: [2n][3] split along 0, concatenated along 1: [2][3n].
+      int64_t shape[2] = {2 * n, 3};
+      c.put(dtype, in, 6 * n, mine);
+      loomrt_all_to_all(rt, "all_to_all", axes.data(), int(axes.size()), dtype,
+                        arena + in, arena + out, 2, shape, 0, 1);
+      c.expect("all_to_all" + suffix, dtype, out, 6 * n, [&](int64_t i) {
+        int64_t a = i / (3 * n), p = i % (3 * n) / 3, b = i % 3;
+        return valueOf(group[size_t(p)], (self * 2 + a) * 3 + b);
+      });
+      // collective_permute: p -> p + 1 (group rank 0 gets zeros).
+      std::vector<int64_t> pairs;
+      for (int64_t p = 0; p + 1 < n; ++p) {
+        pairs.push_back(p);
+        pairs.push_back(p + 1);
+      }
+      c.put(dtype, in, count, mine);
+      loomrt_collective_permute(
+          rt, "collective_permute", axes.data(), int(axes.size()), dtype,
+          arena + in, arena + out, count, pairs.data(), int(pairs.size() / 2));
+      c.expect("collective_permute" + suffix, dtype, out, count,
+               [&](int64_t i) {
+                 return self == 0 ? 0.0 : valueOf(group[size_t(self - 1)], i);
+               });
+      // broadcast from the last group rank.
+      c.put(dtype, in, count, mine);
+      loomrt_broadcast(rt, "broadcast", axes.data(), int(axes.size()), dtype,
+                       arena + in, arena + out, count, n - 1);
+      c.expect("broadcast" + suffix, dtype, out, count,
+               [&](int64_t i) { return valueOf(group[size_t(n - 1)], i); });
+      // all_slice (local): piece `self` of [2][n][3].
+      c.put(dtype, in, 2 * n * 3, mine);
+      loomrt_all_slice(rt, axes.data(), int(axes.size()), dtype, arena + in,
+                       arena + out, 2, 3);
+      c.expect("all_slice" + suffix, dtype, out, 6, [&](int64_t i) {
+        return valueOf(me, (i / 3 * n + self) * 3 + i % 3);
+      });
+    }
+  }
+  // send / recv around each axis as a ring: every rank sends, then receives.
+  for (int axis = 0; axis < 2; ++axis)
+    for (int64_t offset : {int64_t(1), int64_t(-1)}) {
+      std::vector<int64_t> coords = coordsOf(me);
+      int64_t size = meshSizes[axis];
+      coords[size_t(axis)] =
+          ((coords[size_t(axis)] - offset) % size + size) % size;
+      int64_t from = coords[0] * meshSizes[1] + coords[1];
+      c.put(LOOMRT_F32, in, 24, [&](int64_t i) { return valueOf(me, i); });
+      loomrt_send(rt, "send", axis, offset, LOOMRT_F32, arena + in, 24);
+      loomrt_recv(rt, "recv", axis, -offset, LOOMRT_F32, arena + out, 24);
+      c.expect(std::string("send/recv offset ") + std::to_string(offset) +
+                   " along " + axisNames[axis],
+               LOOMRT_F32, out, 24,
+               [&](int64_t i) { return valueOf(from, i); });
+    }
+  if (me == 0)
+    printf("collectives-check: %d checks passed on each of %lld ranks\n",
+           c.checks, (long long)(meshSizes[0] * meshSizes[1]));
+  fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (const char *mesh = getenv("LOOMRT_CHECK_MESH")) {
+    long long a = 0, b = 0;
+    if (sscanf(mesh, "%lldx%lld", &a, &b) != 2 || a < 1 || b < 1) {
+      fprintf(stderr, "%s: error: LOOMRT_CHECK_MESH must be XxY, not '%s'\n",
+              argv[0], mesh);
+      return 2;
+    }
+    meshSizes[0] = a;
+    meshSizes[1] = b;
+  }
+  loomrt_model model = {};
+  model.name = "CollectivesCheck";
+  model.source = "runtime/tools/collectives-check.cpp";
+  model.num_axes = 2;
+  model.axis_names = axisNames;
+  model.axis_sizes = meshSizes;
+  model.arena_bytes = 1 << 17;
+  model.step = step;
+  return loomrt_main(argc, argv, &model);
+}
