@@ -42,6 +42,17 @@ struct loomrt_ctx {
   double timeout = 300.0;
   std::vector<float> scratch[3];
   double gemmSeconds = 0.0;
+  /// --profile: each kernel's time over the profiled steps, and this step's
+  /// (kernel, begin mark, end mark) records.
+  bool profiling = false;
+  uint64_t openMark = 0;
+  std::vector<double> kernelSeconds;
+  std::vector<int64_t> kernelRuns;
+  struct Record {
+    int kernel;
+    uint64_t begin, end;
+  };
+  std::vector<Record> records;
 };
 
 //===----------------------------------------------------------------------===//
@@ -89,18 +100,34 @@ std::string loomrt::axesText(const loomrt_ctx *rt, const int *axes,
   return out + "]";
 }
 
-void loomrt::abortJob(loomrt_ctx *rt, const std::string &message, int code) {
-  // In loopback mode several ranks may fail at once: the first one speaks
-  // and ends the process; the others wait for that.
-  static std::atomic<bool> aborting(false);
-  if (aborting.exchange(true))
+namespace {
+/// Only the first of several failing threads speaks and ends the process
+/// (in loopback mode several ranks may fail at once); the others wait.
+void claimFailure() {
+  static std::atomic<bool> failing(false);
+  if (failing.exchange(true))
     for (;;)
       pause();
+}
+} // namespace
+
+void loomrt::abortJob(loomrt_ctx *rt, const std::string &message, int code) {
+  claimFailure();
   fprintf(stderr, "loom: %s: error: %s\n", meshPosition(rt).c_str(),
           message.c_str());
+  fflush(stdout);
   fflush(stderr);
   if (rt->transport)
     rt->transport->abort(rt, code);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  _exit(code);
+}
+
+void loomrt::failProcess(const std::string &message, int code) {
+  claimFailure();
+  fprintf(stderr, "loom: error: %s\n", message.c_str());
+  fflush(stdout);
+  fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   _exit(code);
 }
@@ -170,6 +197,16 @@ extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes,
   for (int i = 0; i < numAxes; ++i)
     index = index * rt->model->axis_sizes[axes[i]] + rt->coords[axes[i]];
   return index;
+}
+
+extern "C" void loomrt_kernel_begin(loomrt_ctx *rt, int) {
+  if (rt->profiling)
+    rt->openMark = deviceOps().profileMark();
+}
+
+extern "C" void loomrt_kernel_end(loomrt_ctx *rt, int kernel) {
+  if (rt->profiling)
+    rt->records.push_back({kernel, rt->openMark, deviceOps().profileMark()});
 }
 
 extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site,
@@ -375,7 +412,7 @@ struct Options {
   std::string inputs, params, out, saveParams;
   long steps = 1;
   bool bench = false, help = false, stepsGiven = false, loopback = false,
-       graph = true;
+       graph = true, profile = false;
   double timeout = 300.0;
 };
 
@@ -406,6 +443,14 @@ const char *kUsage =
     "in GEMMs\n"
     "  --collective-timeout S   end the job when a collective waits S seconds "
     "(default 300)\n"
+    "  --profile                time every kernel of the step (as --bench "
+    "does the step)\n"
+    "                           and print each one's share of the step and "
+    "the fraction\n"
+    "                           of this device's measured bandwidth or "
+    "matrix throughput\n"
+    "                           it achieves (loomc --report lists the same "
+    "kernels)\n"
     "  --loopback               run every rank of the mesh in this process, a "
     "thread\n"
     "                           each, with collectives as copies between their "
@@ -452,6 +497,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       options.help = true;
     } else if (name == "--bench") {
       options.bench = true;
+    } else if (name == "--profile") {
+      options.profile = true;
     } else if (name == "--loopback") {
       options.loopback = true;
     } else if (name == "--no-graph") {
@@ -500,7 +547,7 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       return false;
     }
   }
-  if (options.bench && !options.stepsGiven)
+  if ((options.bench || options.profile) && !options.stepsGiven)
     options.steps = 10;
   return true;
 }
@@ -687,6 +734,59 @@ Transport *loomrt::ncclTransport() { return nullptr; }
 
 namespace {
 
+/// --profile's table: rank 0's kernels in program order, each with its time
+/// per run, its share of the step, and what it achieves against the
+/// device's measured peaks (the bound being memory when its FLOPs per byte
+/// are below the peaks' ratio, compute otherwise).
+void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds) {
+  if (rt->worldRank != 0)
+    return;
+  const DeviceOps &device = deviceOps();
+  double peakBytes = 0, peakFlops = 0;
+  std::string how;
+  device.measurePeaks(&peakBytes, &peakFlops, &how);
+  std::vector<double> sorted = stepSeconds;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2], stepsTotal = 0, kernelTotal = 0;
+  for (double s : stepSeconds)
+    stepsTotal += s;
+  const loomrt_model *m = rt->model;
+  printf("profile: %zu steps on %s; %s peaks, measured now (%s): memory "
+         "%.1f GB/s, matrix %.2f TFLOP/s\n",
+         stepSeconds.size(), meshPosition(rt).c_str(), device.name, how.c_str(),
+         peakBytes * 1e-9, peakFlops * 1e-12);
+  printf("%4s  %-32s %-22s %5s %10s %6s %9s %9s %-7s %7s\n", "#", "op", "at",
+         "runs", "us/run", "share", "GB/s", "TFLOP/s", "bound", "of peak");
+  double ridge = peakBytes > 0 ? peakFlops / peakBytes : 0;
+  for (int k = 0; k < m->num_kernels; ++k) {
+    const loomrt_kernel &kernel = m->kernels[k];
+    int64_t runs = rt->kernelRuns[size_t(k)];
+    double seconds = rt->kernelSeconds[size_t(k)];
+    kernelTotal += seconds;
+    if (runs == 0) {
+      printf("%4d  %-32.32s %-22.22s %5s\n", k + 1, kernel.op, kernel.at,
+             "-");
+      continue;
+    }
+    double perRun = seconds / double(runs);
+    double bandwidth = perRun > 0 ? kernel.bytes / perRun : 0,
+           throughput = perRun > 0 ? kernel.flops / perRun : 0;
+    bool compute = kernel.bytes > 0 && kernel.flops / kernel.bytes > ridge;
+    double fraction = compute ? throughput / peakFlops : bandwidth / peakBytes;
+    printf("%4d  %-32.32s %-22.22s %5lld %10.2f %5.1f%% %9.2f %9.4f %-7s "
+           "%6.1f%%\n",
+           k + 1, kernel.op, kernel.at,
+           (long long)(runs / int64_t(stepSeconds.size())), perRun * 1e6,
+           stepsTotal > 0 ? 100.0 * seconds / stepsTotal : 0.0,
+           bandwidth * 1e-9, throughput * 1e-12, compute ? "compute" : "memory",
+           100.0 * fraction);
+  }
+  printf("profile: the kernels take %.1f%% of the step (median %.3f ms); the "
+         "rest is collectives, copies, launches and waiting\n",
+         stepsTotal > 0 ? 100.0 * kernelTotal / stepsTotal : 0.0, median * 1e3);
+  fflush(stdout);
+}
+
 /// Everything one rank does, on the thread that runs it; returns its exit
 /// code (the same on every rank: decisions that could differ are shared).
 int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
@@ -749,7 +849,8 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   // the first (which sizes scratch buffers, plans GEMMs and makes
   // communicators), never in loopback mode, where ranks wait on each
   // other's streams through the host.
-  bool graphs = options.graph && !options.loopback && device.runStep;
+  bool graphs = options.graph && !options.loopback && !options.profile &&
+                device.runStep;
   long eagerSteps = 0;
   auto step = [&] {
     if (device.runStep)
@@ -760,11 +861,22 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     device.synchronize();
     if (device.afterStep)
       device.afterStep(rt);
+    for (const loomrt_ctx::Record &record : rt->records) {
+      rt->kernelSeconds[size_t(record.kernel)] +=
+          device.profileSeconds(record.begin, record.end);
+      ++rt->kernelRuns[size_t(record.kernel)];
+    }
+    rt->records.clear();
+    if (rt->profiling)
+      device.profileRelease();
   };
   std::vector<double> stepSeconds;
   double gemmTotal = 0.0;
-  if (options.bench)
+  if (options.bench || options.profile)
     step(); // warm-up: page faults, BLAS buffers, communicators
+  rt->kernelSeconds.assign(size_t(model->num_kernels), 0.0);
+  rt->kernelRuns.assign(size_t(model->num_kernels), 0);
+  rt->profiling = options.profile;
   for (long s = 0; s < options.steps; ++s) {
     transport->barrier(rt, "the barrier before a step");
     rt->gemmSeconds = 0.0;
@@ -777,6 +889,8 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     device.download(arena, deviceArena, arenaBytes);
 
   report(rt, arena);
+  if (options.profile)
+    printProfile(rt, stepSeconds);
   if (options.bench) {
     std::vector<double> sorted = stepSeconds;
     std::sort(sorted.begin(), sorted.end());

@@ -74,6 +74,17 @@ struct DeviceOps {
   /// Called after every step (synchronised): deferred checks of the step's
   /// results, such as targets outside the vocabulary; may be null.
   void (*afterStep)(loomrt_ctx *rt);
+  /// --profile: marks a point of the rank's work (a clock reading, or a
+  /// CUDA event); after synchronising, the seconds between two marks; then
+  /// every mark of the step is released.
+  uint64_t (*profileMark)();
+  double (*profileSeconds)(uint64_t from, uint64_t to);
+  void (*profileRelease)();
+  /// Measures what the roofline compares kernels with: memory bandwidth (a
+  /// large copy, bytes read plus written per second) and matrix throughput
+  /// (a large GEMM in the backend's fastest type); `how` says what ran.
+  void (*measurePeaks)(double *bytesPerSecond, double *flopsPerSecond,
+                       std::string *how);
 };
 const DeviceOps &deviceOps();
 
@@ -98,6 +109,9 @@ std::string axesText(const loomrt_ctx *rt, const int *axes, int numAxes);
 /// Prints "loom: <position>: error: <message>" and ends every rank.
 [[noreturn]] void abortJob(loomrt_ctx *rt, const std::string &message,
                            int code);
+/// The same without a rank at hand (a failed CUDA call deep in a kernel
+/// wrapper): "loom: error: <message>", then every rank ends.
+[[noreturn]] void failProcess(const std::string &message, int code);
 /// The rank's mesh coordinates, world rank and size, and its transport.
 int worldRank(const loomrt_ctx *rt);
 const std::vector<int64_t> &coordinates(const loomrt_ctx *rt);

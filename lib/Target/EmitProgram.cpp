@@ -14,6 +14,7 @@
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/Transforms/Explain.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -122,6 +123,10 @@ private:
   unsigned nextId = 0;
   llvm::DenseMap<Operation *, std::string> loopVariables;
   llvm::StringMap<std::string> axisTables;
+  /// The kernels of --report, in its order: each one's code is bracketed by
+  /// loomrt_kernel_begin/end, which time it under --profile.
+  std::vector<KernelInfo> kernels;
+  llvm::DenseMap<Operation *, int> kernelIndex;
 
   raw_ostream &line() { return bodyOs.indent(2 * indent); }
   std::string fresh(StringRef prefix) {
@@ -1243,9 +1248,15 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
 }
 
 LogicalResult ProgramEmitter::emitBlock(Block &block) {
-  for (Operation &op : block)
+  for (Operation &op : block) {
+    auto kernel = kernelIndex.find(&op);
+    if (kernel != kernelIndex.end())
+      line() << "loomrt_kernel_begin(rt, " << kernel->second << ");\n";
     if (failed(emitOp(&op)))
       return failure();
+    if (kernel != kernelIndex.end())
+      line() << "loomrt_kernel_end(rt, " << kernel->second << ");\n";
+  }
   return success();
 }
 
@@ -1368,6 +1379,15 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
     os << "static const int64_t kAxisSizes[] = " << list(mesh.getAxisSizes())
        << ";\n\n";
   }
+  // The kernels and their roofline inputs, for --profile.
+  os << "static const loomrt_kernel kKernels[] = {\n";
+  for (const KernelInfo &kernel : kernels)
+    os << "    {" << quote(kernel.name) << ", " << quote(kernel.at) << ", "
+       << llvm::format("%.17g", kernel.bytes) << ", "
+       << llvm::format("%.17g", kernel.flops) << "},\n";
+  if (kernels.empty())
+    os << "    {\"\", \"\", 0, 0},\n";
+  os << "};\n\n";
   os << "static void step(loomrt_ctx *rt, char *arena);\n\n";
   os << "static const loomrt_model kModel = {\n"
      << "    " << quote(model.getSymName()) << ", " << quote(source) << ",\n"
@@ -1377,7 +1397,7 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
      << "    "
      << model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName)
             .getInt()
-     << ", step};\n\n";
+     << ", step, " << kernels.size() << ", kKernels};\n\n";
 }
 
 LogicalResult ProgramEmitter::emit(raw_ostream &os) {
@@ -1387,6 +1407,9 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
     if (!model.getArgAttrOfType<IntegerAttr>(argument.getArgNumber(),
                                              LoomDialect::kOffsetAttrName))
       return fail(model, "an argument has no arena offset");
+  kernels = collectKernels(module);
+  for (auto [index, kernel] : llvm::enumerate(kernels))
+    kernelIndex[kernel.op] = int(index);
   if (failed(emitBlock(model.getBody().front())))
     return failure();
 

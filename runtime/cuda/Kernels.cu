@@ -35,18 +35,13 @@ using namespace loomrt;
 namespace {
 
 void check(cudaError_t status, const char *what) {
-  if (status == cudaSuccess)
-    return;
-  fprintf(stderr, "loom: error: CUDA: %s: %s\n", what,
-          cudaGetErrorString(status));
-  exit(7);
+  if (status != cudaSuccess)
+    failProcess(format("CUDA: %s: %s", what, cudaGetErrorString(status)), 7);
 }
 
 void check(cublasStatus_t status, const char *what) {
-  if (status == CUBLAS_STATUS_SUCCESS)
-    return;
-  fprintf(stderr, "loom: error: cuBLAS: %s: status %d\n", what, int(status));
-  exit(7);
+  if (status != CUBLAS_STATUS_SUCCESS)
+    failProcess(format("cuBLAS: %s: status %d", what, int(status)), 7);
 }
 
 struct Device {
@@ -271,13 +266,10 @@ void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
                                          &heuristic, &results),
           "choosing an algorithm");
     cublasLtMatmulPreferenceDestroy(preference);
-    if (results == 0) {
-      fprintf(
-          stderr,
-          "loom: error: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM\n",
-          (long long)m, (long long)n, (long long)k);
-      exit(7);
-    }
+    if (results == 0)
+      failProcess(format("cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM",
+                         (long long)m, (long long)n, (long long)k),
+                  7);
     plan.algo = heuristic.algo;
     found = plans.emplace(key, plan).first;
   }
@@ -990,13 +982,10 @@ void *loopbackMark(int which) {
 void loopbackReduce(int dtype, int reduction, const void *const *inputs, int n,
                     int64_t rows, int64_t columns, int64_t inPitch, void *out,
                     int64_t outPitch) {
-  if (n > kMaxLoopbackGroup) {
-    fprintf(stderr,
-            "loom: error: loopback mode reduces over at most %d ranks, not "
-            "%d\n",
-            kMaxLoopbackGroup, n);
-    exit(7);
-  }
+  if (n > kMaxLoopbackGroup)
+    failProcess(format("loopback mode reduces over at most %d ranks, not %d",
+                       kMaxLoopbackGroup, n),
+                7);
   Inputs pointers;
   for (int p = 0; p < n; ++p)
     pointers.data[p] = inputs[p];
@@ -1075,6 +1064,84 @@ void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
   check(cudaGraphLaunch(graph.exec, d.stream), "running the captured step");
 }
 
+//===----------------------------------------------------------------------===//
+// --profile: events around kernels, and the device's peaks
+//===----------------------------------------------------------------------===//
+
+struct ProfileMarks {
+  std::vector<cudaEvent_t> events;
+  size_t used = 0;
+};
+ProfileMarks &profileMarks() {
+  thread_local ProfileMarks marks;
+  return marks;
+}
+
+uint64_t profileMark() {
+  ProfileMarks &marks = profileMarks();
+  if (marks.used == marks.events.size()) {
+    cudaEvent_t event;
+    check(cudaEventCreate(&event), "creating a profile event");
+    marks.events.push_back(event);
+  }
+  check(cudaEventRecord(marks.events[marks.used], device().stream),
+        "recording a profile event");
+  return marks.used++;
+}
+
+double profileSeconds(uint64_t from, uint64_t to) {
+  ProfileMarks &marks = profileMarks();
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, marks.events[from], marks.events[to]),
+        "reading a profile event");
+  return double(ms) * 1e-3;
+}
+
+/// Best of five: a 1 GiB device-to-device copy and an 8192^3 bf16 GEMM with
+/// f32 accumulation (the tensor cores' rate for the programs' GEMMs).
+void measurePeaks(double *bytesPerSecond, double *flopsPerSecond,
+                  std::string *how) {
+  Device &d = device();
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "creating an event");
+  check(cudaEventCreate(&stop), "creating an event");
+  auto best = [&](auto &&work) {
+    float fastest = 1e30f;
+    for (int i = 0; i < 6; ++i) { // the first run warms up
+      check(cudaEventRecord(start, d.stream), "timing");
+      work();
+      check(cudaEventRecord(stop, d.stream), "timing");
+      check(cudaEventSynchronize(stop), "timing");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start, stop), "timing");
+      if (i > 0)
+        fastest = std::min(fastest, ms);
+    }
+    return double(fastest) * 1e-3;
+  };
+  size_t bytes = size_t(1) << 30;
+  void *from = nullptr, *to = nullptr;
+  check(cudaMalloc(&from, bytes), "allocating for the bandwidth test");
+  check(cudaMalloc(&to, bytes), "allocating for the bandwidth test");
+  double copy = best([&] {
+    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, d.stream),
+          "the bandwidth test");
+  });
+  *bytesPerSecond = 2.0 * double(bytes) / copy;
+  const int64_t n = 8192;
+  check(cudaMemsetAsync(from, 0, size_t(n * n * 4), d.stream), "clearing");
+  char *base = static_cast<char *>(from);
+  double product = best([&] {
+    gemm(LOOMRT_BF16, base, base + n * n * 2, LOOMRT_BF16, to, 1, n, n, n);
+  });
+  *flopsPerSecond = 2.0 * double(n) * double(n) * double(n) / product;
+  cudaFree(from);
+  cudaFree(to);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  *how = "a 1 GiB device-to-device copy; a bf16 8192^3 cuBLASLt GEMM";
+}
+
 } // namespace
 
 bool loomrt::streamIsCapturing() {
@@ -1118,6 +1185,10 @@ const DeviceOps &loomrt::deviceOps() {
       [](char *deviceArena, char *) { cudaFree(deviceArena); },
       &kLoopbackOps,
       runStep,
-      checkStepTargets};
+      checkStepTargets,
+      profileMark,
+      profileSeconds,
+      [] { profileMarks().used = 0; },
+      measurePeaks};
   return ops;
 }

@@ -60,6 +60,17 @@ typedef struct {
 
 typedef struct loomrt_ctx loomrt_ctx;
 
+/* A kernel of the generated program (loomc --report lists the same ones):
+ * the op, its source line, and the bytes it must read and write at least
+ * once and its FLOPs per run, from which --profile computes the fraction of
+ * the device's measured bandwidth or matrix throughput it achieves. */
+typedef struct {
+  const char *op;
+  const char *at;
+  double bytes;
+  double flops;
+} loomrt_kernel;
+
 typedef struct {
   const char *name;   /* the model's name */
   const char *source; /* the .loom file it was compiled from */
@@ -76,7 +87,14 @@ typedef struct {
   /* One step of the model: reads parameters and inputs from the arena and
    * leaves the outputs there. */
   void (*step)(loomrt_ctx *rt, char *arena);
+  int num_kernels;
+  const loomrt_kernel *kernels;
 } loomrt_model;
+
+/* Bracket kernel `kernel` of the model's table in the step; they time it
+ * under --profile and cost a branch otherwise. */
+void loomrt_kernel_begin(loomrt_ctx *rt, int kernel);
+void loomrt_kernel_end(loomrt_ctx *rt, int kernel);
 
 /* The CUDA backend's stream for this rank (a cudaStream_t). */
 void *loomrt_stream(loomrt_ctx *rt);

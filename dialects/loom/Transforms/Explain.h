@@ -56,6 +56,21 @@ void printCollectiveTable(mlir::ModuleOp module, llvm::raw_ostream &os);
 void printReport(mlir::ModuleOp module, llvm::raw_ostream &os, bool json,
                  mlir::ModuleOp planned = nullptr);
 
+/// One kernel (or library call) of a planned program (after
+/// loom-fuse-elementwise and loom-plan-memory): what it must read and write
+/// at least once, and its arithmetic, per run. `--report` lists them and
+/// generated programs carry them for `--profile`.
+struct KernelInfo {
+  mlir::Operation *op = nullptr;
+  std::string name, at;
+  int64_t runs = 1;
+  double bytes = 0, flops = 0;
+};
+
+/// The kernels of the planned program in program order: fusion groups and
+/// the ops that are not views, constants, control flow or collectives.
+std::vector<KernelInfo> collectKernels(mlir::ModuleOp planned);
+
 /// Product of the counts of the `loom.repeat`s around `op`.
 int64_t countIterations(mlir::Operation *op);
 

@@ -34,6 +34,11 @@ static int64_t bytesOf(Type type) {
          std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
 }
 
+static int64_t elementBytesOf(Value value) {
+  return std::max<int64_t>(
+      1, cast<RankedTensorType>(value.getType()).getElementTypeBitWidth() / 8);
+}
+
 static int64_t elementsOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getNumElements();
 }
@@ -93,20 +98,7 @@ struct AxisTraffic {
 };
 } // namespace
 
-namespace {
-/// One kernel (or library call) of the planned program: what it must read
-/// and write at least once, and its arithmetic, per run.
-struct KernelInfo {
-  std::string op, at;
-  int64_t runs = 1;
-  double bytes = 0, flops = 0;
-};
-} // namespace
-
-/// The kernels of the planned program in program order: fusion groups and
-/// the ops that are not views, constants or control flow. Collectives are
-/// counted in their own section.
-static std::vector<KernelInfo> collectKernels(ModuleOp planned) {
+std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
   std::vector<KernelInfo> kernels;
   for (auto function : planned.getOps<func::FuncOp>()) {
     if (!function->hasAttr(LoomDialect::kModelAttrName))
@@ -118,13 +110,22 @@ static std::vector<KernelInfo> collectKernels(ModuleOp planned) {
               func::ReturnOp, ConstantOp, func::FuncOp>(op))
         return WalkResult::advance();
       KernelInfo info;
-      info.op = op->getName().getStringRef().str();
+      info.op = op;
+      info.name = op->getName().getStringRef().str();
       info.at = formatSourceLoc(op->getLoc());
       info.runs = countIterations(op);
       for (Value value : op->getOperands())
         info.bytes += bytesOf(value.getType());
       for (Value value : op->getResults())
         info.bytes += bytesOf(value.getType());
+      // Gathers read only the rows or elements they pick, not their table.
+      if (auto embedding = dyn_cast<EmbeddingOp>(op))
+        info.bytes += bytesOf(embedding.getResult().getType()) -
+                      bytesOf(embedding.getTable().getType());
+      if (auto pick = dyn_cast<PickOp>(op))
+        info.bytes += elementsOf(pick.getTargets()) *
+                          elementBytesOf(pick.getLogits()) -
+                      bytesOf(pick.getLogits().getType());
       if (auto fused = dyn_cast<FusedOp>(op)) {
         SmallVector<std::string> names;
         for (Operation &inner : fused.getBody().front().without_terminator()) {
@@ -133,7 +134,7 @@ static std::vector<KernelInfo> collectKernels(ModuleOp planned) {
           names.push_back(inner.getName().stripDialect().str());
           info.flops += flopsOf(&inner);
         }
-        info.op = "fused(" + llvm::join(names, ",") + ")";
+        info.name = "fused(" + llvm::join(names, ",") + ")";
       } else {
         info.flops = flopsOf(op);
       }
@@ -227,7 +228,7 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
         out.attributeArray("kernels", [&] {
           for (const KernelInfo &kernel : kernels)
             out.object([&] {
-              out.attribute("op", kernel.op);
+              out.attribute("op", kernel.name);
               out.attribute("at", kernel.at);
               out.attribute("runs", kernel.runs);
               out.attribute("bytes_per_run", kernel.bytes);
@@ -271,7 +272,7 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                      "runs", "bytes", "flops", "flop/B");
   for (auto [index, kernel] : llvm::enumerate(kernels))
     os << llvm::format("    %3zu  %-36s %-22s %5lld %14.0f %14.0f %8.2f\n",
-                       index + 1, kernel.op.substr(0, 36).c_str(),
+                       index + 1, kernel.name.substr(0, 36).c_str(),
                        kernel.at.c_str(), static_cast<long long>(kernel.runs),
                        kernel.bytes, kernel.flops,
                        kernel.bytes > 0 ? kernel.flops / kernel.bytes : 0.0);
