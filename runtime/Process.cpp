@@ -764,8 +764,7 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds) {
     double seconds = rt->kernelSeconds[size_t(k)];
     kernelTotal += seconds;
     if (runs == 0) {
-      printf("%4d  %-32.32s %-22.22s %5s\n", k + 1, kernel.op, kernel.at,
-             "-");
+      printf("%4d  %-32.32s %-22.22s %5s\n", k + 1, kernel.op, kernel.at, "-");
       continue;
     }
     double perRun = seconds / double(runs);
@@ -849,8 +848,8 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   // the first (which sizes scratch buffers, plans GEMMs and makes
   // communicators), never in loopback mode, where ranks wait on each
   // other's streams through the host.
-  bool graphs = options.graph && !options.loopback && !options.profile &&
-                device.runStep;
+  bool graphs =
+      options.graph && !options.loopback && !options.profile && device.runStep;
   long eagerSteps = 0;
   auto step = [&] {
     if (device.runStep)

@@ -26,7 +26,8 @@ config.substitutions.append(("%python", shutil.which("python3") or "python3"))
 
 tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["loomc", "loom-opt", "loomrt-safetensors", "loomrt-collectives-check"], tool_dirs)
+    ["loomc", "loom-opt", "loomrt-safetensors", "loomrt-collectives-check",
+     "loomrt-collectives-check-cuda"], tool_dirs)
 
 # Python with the pinned test packages (numpy, safetensors), from scripts/setup.
 venv_python = os.path.join(config.loom_src_root, ".venv", "bin", "python")
@@ -43,5 +44,13 @@ nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/u
 if nvcc and shutil.which("g++-12"):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", nvcc))
+# A GPU that runs CUDA: tests marked `REQUIRES: cuda` run generated CUDA.
+import subprocess
+try:
+    if shutil.which("nvidia-smi") and subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0:
+        config.available_features.add("cuda")
+except (OSError, subprocess.TimeoutExpired):
+    pass
 if os.environ.get("LOOM_LONG") == "1":
     config.available_features.add("long")

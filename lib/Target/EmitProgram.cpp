@@ -588,8 +588,8 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   // CPU: one pass over the iteration space, accumulating per output element.
   std::string accumulators = fresh("kAccumulators");
   // thread_local: in loopback mode every rank runs this code on its thread.
-  globalsOs << "static thread_local " << accType << " " << accumulators << "[" << outCount
-            << "];\n";
+  globalsOs << "static thread_local " << accType << " " << accumulators << "["
+            << outCount << "];\n";
   line() << "{ // " << where << "\n";
   int scopeIndent = indent++;
   SmallVector<std::string> inNames;
@@ -893,7 +893,7 @@ LogicalResult ProgramEmitter::emitConstant(ConstantOp op) {
                              : storageType(element);
   globalsOs << "static const " << bitsType << " " << name << "[] = {"
             << llvm::join(items, ", ") << "};\n";
-  line() << "loomrt_upload(rt, " << pointer(op.getResult()) << ", " << name
+  line() << "loomrt_constant(rt, " << pointer(op.getResult()) << ", " << name
          << ", sizeof(" << name << "));\n";
   return success();
 }

@@ -11,8 +11,8 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -253,6 +253,11 @@ extern "C" void loomrt_copy(loomrt_ctx *, void *dst, const void *src,
 
 extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src,
                               int64_t bytes) {
+  memcpy(dst, src, size_t(bytes));
+}
+
+extern "C" void loomrt_constant(loomrt_ctx *, void *dst, const void *src,
+                                int64_t bytes) {
   memcpy(dst, src, size_t(bytes));
 }
 

@@ -301,7 +301,27 @@ extern "C" void loomrt_upload(loomrt_ctx *, void *dst, const void *src,
                               int64_t bytes) {
   check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyHostToDevice,
                         device().stream),
-        "uploading a constant");
+        "uploading");
+  // The source may be reused as soon as this returns.
+  check(cudaStreamSynchronize(device().stream), "uploading");
+}
+
+/// Constants are the program's static data: each is copied to the device
+/// once, and every step copies it from there, device to device, which a
+/// CUDA graph can capture (a copy from pageable host memory it cannot).
+extern "C" void loomrt_constant(loomrt_ctx *, void *dst, const void *src,
+                                int64_t bytes) {
+  thread_local std::map<const void *, void *> onDevice;
+  void *&copy = onDevice[src];
+  if (!copy) {
+    check(cudaMalloc(&copy, size_t(bytes ? bytes : 1)),
+          "allocating a constant");
+    check(cudaMemcpy(copy, src, size_t(bytes), cudaMemcpyHostToDevice),
+          "uploading a constant");
+  }
+  check(cudaMemcpyAsync(dst, copy, size_t(bytes), cudaMemcpyDeviceToDevice,
+                        device().stream),
+        "copying a constant");
 }
 
 extern "C" void loomrt_download(loomrt_ctx *, void *dst, const void *src,

@@ -148,8 +148,11 @@ void loomrt_recv(loomrt_ctx *rt, const char *site, int axis, int64_t offset, int
 
 /* dst <- src within the arena (the ranges may overlap). */
 void loomrt_copy(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
-/* dst (arena) <- src (constant data of the program, in host memory). */
+/* dst (arena) <- src (host memory, free to reuse when this returns). */
 void loomrt_upload(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
+/* dst (arena) <- src, a constant of the program (static data that never
+ * changes, so a device backend may keep its own copy). */
+void loomrt_constant(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
 /* dst (host memory) <- src (arena), once the rank's earlier work is done. */
 void loomrt_download(loomrt_ctx *rt, void *dst, const void *src, int64_t bytes);
 

@@ -123,9 +123,9 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
         info.bytes += bytesOf(embedding.getResult().getType()) -
                       bytesOf(embedding.getTable().getType());
       if (auto pick = dyn_cast<PickOp>(op))
-        info.bytes += elementsOf(pick.getTargets()) *
-                          elementBytesOf(pick.getLogits()) -
-                      bytesOf(pick.getLogits().getType());
+        info.bytes +=
+            elementsOf(pick.getTargets()) * elementBytesOf(pick.getLogits()) -
+            bytesOf(pick.getLogits().getType());
       if (auto fused = dyn_cast<FusedOp>(op)) {
         SmallVector<std::string> names;
         for (Operation &inner : fused.getBody().front().without_terminator()) {
@@ -268,8 +268,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
   // arithmetic; a benchmark divides them by the kernel's measured time.
   os << "  kernels of the generated program (per run: bytes read and written "
         "at least once, FLOPs):\n";
-  os << llvm::format("    %3s  %-36s %-22s %5s %14s %14s %8s\n", "#", "op", "at",
-                     "runs", "bytes", "flops", "flop/B");
+  os << llvm::format("    %3s  %-36s %-22s %5s %14s %14s %8s\n", "#", "op",
+                     "at", "runs", "bytes", "flops", "flop/B");
   for (auto [index, kernel] : llvm::enumerate(kernels))
     os << llvm::format("    %3zu  %-36s %-22s %5lld %14.0f %14.0f %8.2f\n",
                        index + 1, kernel.name.substr(0, 36).c_str(),
