@@ -396,9 +396,7 @@ private:
   /// The world rank `offset` steps along `axis` (cyclically).
   int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
     std::vector<int64_t> coords = coordinates(rt);
-    int64_t size = mesh.axis_sizes[axis];
-    coords[size_t(axis)] =
-        ((coords[size_t(axis)] + offset) % size + size) % size;
+    coords[size_t(axis)] = axisNeighbour(rt, axis, offset);
     int64_t rank = 0;
     for (int a = 0; a < mesh.num_axes; ++a)
       rank = rank * mesh.axis_sizes[a] + coords[size_t(a)];

@@ -149,6 +149,11 @@ int64_t loomrt::groupColour(const loomrt_model &m,
   return colour;
 }
 
+int loomrt::axisNeighbour(const loomrt_ctx *rt, int axis, int64_t offset) {
+  int64_t size = rt->model->axis_sizes[axis];
+  return int(((rt->coords[size_t(axis)] + offset) % size + size) % size);
+}
+
 int64_t loomrt::groupSize(const loomrt_ctx *rt, const int *axes, int numAxes) {
   int64_t n = 1;
   for (int i = 0; i < numAxes; ++i)

@@ -122,6 +122,9 @@ double collectiveTimeout(const loomrt_ctx *rt);
 int64_t groupColour(const loomrt_model &model,
                     const std::vector<int64_t> &coords, const int *axes,
                     int numAxes);
+/// The coordinate on `axis` that is `offset` steps from this rank's,
+/// cyclically (its rank in the communicator over that axis).
+int axisNeighbour(const loomrt_ctx *rt, int axis, int64_t offset);
 /// The number of ranks in a group over `axes`.
 int64_t groupSize(const loomrt_ctx *rt, const int *axes, int numAxes);
 

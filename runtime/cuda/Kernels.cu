@@ -26,6 +26,8 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -570,6 +572,228 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s,
   }
 }
 
+//--- Row kernels with 16-byte loads ----------------------------------------
+// Where rows are 16-byte aligned and a whole number of 16-byte packs, the
+// row kernels read and write 8 bf16/f16 or 4 f32 elements at a time, and the
+// norm and the attention softmax keep the row in registers, so each element
+// is read once and written once. LOOMRT_SCALAR_KERNELS=1 selects the
+// element-wise kernels above instead (for comparisons).
+
+bool scalarKernels() {
+  static const bool scalar = [] {
+    const char *value = getenv("LOOMRT_SCALAR_KERNELS");
+    return value && *value && strcmp(value, "0") != 0;
+  }();
+  return scalar;
+}
+
+bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+template <int Dtype> struct Pack {
+  static constexpr int N = Dtype == LOOMRT_F32 ? 4 : 8;
+};
+
+/// Elements [element, element + N) of `base`, widened to f32.
+template <int Dtype>
+__device__ __forceinline__ void loadPack(const void *base, int64_t element,
+                                         float *out) {
+  constexpr int N = Pack<Dtype>::N;
+  const uint4 raw =
+      *reinterpret_cast<const uint4 *>(static_cast<const char *>(base) +
+                                       element * (Dtype == LOOMRT_F32 ? 4 : 2));
+  if constexpr (Dtype == LOOMRT_F32) {
+    const float *f = reinterpret_cast<const float *>(&raw);
+    for (int i = 0; i < N; ++i)
+      out[i] = f[i];
+  } else {
+    const uint16_t *h = reinterpret_cast<const uint16_t *>(&raw);
+    for (int i = 0; i < N; ++i)
+      out[i] = Dtype == LOOMRT_BF16 ? loomrt_bf16_to_f32(h[i])
+                                    : loomrt_f16_to_f32(h[i]);
+  }
+}
+
+/// Rounds N values to the element type and stores them at `element`.
+template <int Dtype>
+__device__ __forceinline__ void storePack(void *base, int64_t element,
+                                          const float *in) {
+  constexpr int N = Pack<Dtype>::N;
+  uint4 raw;
+  if constexpr (Dtype == LOOMRT_F32) {
+    float *f = reinterpret_cast<float *>(&raw);
+    for (int i = 0; i < N; ++i)
+      f[i] = in[i];
+  } else {
+    uint16_t *h = reinterpret_cast<uint16_t *>(&raw);
+    for (int i = 0; i < N; ++i)
+      h[i] = Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(in[i])
+                                  : loomrt_f32_to_f16(in[i]);
+  }
+  *reinterpret_cast<uint4 *>(static_cast<char *>(base) +
+                             element * (Dtype == LOOMRT_F32 ? 4 : 2)) = raw;
+}
+
+/// Packs per thread that a register-resident row may need (rows up to
+/// 256 * 4 packs: 8192 bf16 or 4096 f32 elements).
+constexpr int kRowPacks = 4;
+
+template <int Dtype>
+__global__ void normVecKernel(const void *x, const void *scale,
+                              const void *bias, void *out, int64_t rows,
+                              int64_t n, float eps, int rms) {
+  constexpr int N = Pack<Dtype>::N;
+  __shared__ float shared[256];
+  int64_t packs = n / N;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float v[kRowPacks][N];
+    float sum = 0.0f;
+    for (int k = 0; k < kRowPacks; ++k) {
+      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+      if (p < packs) {
+        loadPack<Dtype>(x, r * n + p * N, v[k]);
+        for (int i = 0; i < N; ++i)
+          sum += v[k][i];
+      }
+    }
+    float mean = rms ? 0.0f : blockReduce<false>(sum, shared) / float(n);
+    float squares = 0.0f;
+    for (int k = 0; k < kRowPacks; ++k)
+      if (threadIdx.x + int64_t(k) * blockDim.x < packs)
+        for (int i = 0; i < N; ++i) {
+          float centred = v[k][i] - mean;
+          squares += centred * centred;
+        }
+    float inverse =
+        rsqrtf(blockReduce<false>(squares, shared) / float(n) + eps);
+    for (int k = 0; k < kRowPacks; ++k) {
+      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+      if (p >= packs)
+        continue;
+      float weight[N], shift[N], y[N];
+      loadPack<Dtype>(scale, p * N, weight);
+      if (bias)
+        loadPack<Dtype>(bias, p * N, shift);
+      for (int i = 0; i < N; ++i) {
+        y[i] = (v[k][i] - mean) * inverse * weight[i];
+        if (bias)
+          y[i] += shift[i];
+      }
+      storePack<Dtype>(out, r * n + p * N, y);
+    }
+  }
+}
+
+/// The attention softmax of attentionSoftmaxKernel, the row in registers.
+__global__ void attentionSoftmaxVecKernel(float *scores, int64_t rows,
+                                          int64_t s, int64_t t, int causal) {
+  __shared__ float shared[256];
+  int64_t packs = t / 4;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float *row = scores + r * t;
+    int64_t i = r % s, visible = causal ? min(t, i + 1) : t;
+    float v[kRowPacks][4];
+    float maximum = -INFINITY;
+    for (int k = 0; k < kRowPacks; ++k) {
+      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+      if (p < packs) {
+        loadPack<LOOMRT_F32>(row, p * 4, v[k]);
+        for (int e = 0; e < 4; ++e)
+          if (p * 4 + e < visible)
+            maximum = fmaxf(maximum, v[k][e]);
+      }
+    }
+    maximum = blockReduce<true>(maximum, shared);
+    float total = 0.0f;
+    for (int k = 0; k < kRowPacks; ++k) {
+      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+      if (p < packs)
+        for (int e = 0; e < 4; ++e)
+          if (p * 4 + e < visible) {
+            v[k][e] = expf(v[k][e] - maximum);
+            total += v[k][e];
+          }
+    }
+    total = blockReduce<false>(total, shared);
+    for (int k = 0; k < kRowPacks; ++k) {
+      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+      if (p >= packs)
+        continue;
+      float y[4];
+      for (int e = 0; e < 4; ++e)
+        y[e] = p * 4 + e < visible ? v[k][e] / total : 0.0f;
+      storePack<LOOMRT_F32>(row, p * 4, y);
+    }
+  }
+}
+
+/// rowReduceKernel streaming 16-byte packs (rows of any length).
+template <int Dtype>
+__global__ void rowReduceVecKernel(int reduction, const void *in, void *out,
+                                   int64_t rows, int64_t n, float scale) {
+  constexpr int N = Pack<Dtype>::N;
+  __shared__ float shared[256];
+  int64_t packs = n / N;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
+    for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
+      float v[N];
+      loadPack<Dtype>(in, r * n + p * N, v);
+      for (int i = 0; i < N; ++i)
+        acc = reduction == LOOMRT_MAX ? (v[i] > acc || isnan(v[i]) ? v[i] : acc)
+                                      : acc + v[i];
+    }
+    float total = reduction == LOOMRT_MAX ? blockReduce<true>(acc, shared)
+                                          : blockReduce<false>(acc, shared);
+    if (threadIdx.x == 0)
+      store(Dtype, out, r, reduction == LOOMRT_MAX ? total : total * scale);
+  }
+}
+
+/// Launches Kernel<Dtype> for a floating dtype.
+template <template <int> class Launch, typename... Args>
+void forFloatType(int dtype, Args... args) {
+  if (dtype == LOOMRT_F32)
+    Launch<LOOMRT_F32>::run(args...);
+  else if (dtype == LOOMRT_BF16)
+    Launch<LOOMRT_BF16>::run(args...);
+  else
+    Launch<LOOMRT_F16>::run(args...);
+}
+
+template <int Dtype> struct LaunchNorm {
+  static void run(const void *x, const void *scale, const void *bias, void *out,
+                  int64_t rows, int64_t n, float eps, int rms) {
+    normVecKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
+        x, scale, bias, out, rows, n, eps, rms);
+  }
+};
+
+template <int Dtype> struct LaunchRowReduce {
+  static void run(int reduction, const void *in, void *out, int64_t rows,
+                  int64_t n, float scale) {
+    rowReduceVecKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
+        reduction, in, out, rows, n, scale);
+  }
+};
+
+/// Whether a row kernel over rows of n elements of `dtype` at these
+/// pointers can use 16-byte packs (with rows held in registers when
+/// `resident`).
+bool packable(int dtype, int64_t n, bool resident,
+              std::initializer_list<const void *> pointers) {
+  if (scalarKernels() || isInteger(dtype))
+    return false;
+  int per = dtype == LOOMRT_F32 ? 4 : 8;
+  if (n % per != 0 || (resident && n / per > 256 * kRowPacks))
+    return false;
+  for (const void *p : pointers)
+    if (p && !aligned16(p))
+      return false;
+  return true;
+}
+
 __global__ void convertKernel(int fromDtype, const void *in, int toDtype,
                               void *out, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
@@ -764,8 +988,12 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
     (mask & (1u << d) ? reducedCount : outCount) *= shape[d];
   if (!isInt && firstReduced < rank &&
       (mask & ((1u << firstReduced) - 1)) == 0) {
-    rowReduceKernel<<<blocksFor(outCount, 1), 256, 0, stream>>>(
-        dtype, reduction, in, out, outCount, reducedCount, float(scale));
+    if (packable(dtype, reducedCount, false, {in}))
+      forFloatType<LaunchRowReduce>(dtype, reduction, in, out, outCount,
+                                    reducedCount, float(scale));
+    else
+      rowReduceKernel<<<blocksFor(outCount, 1), 256, 0, stream>>>(
+          dtype, reduction, in, out, outCount, reducedCount, float(scale));
   } else {
     reduceKernel<<<blocksFor(outCount), 256, 0, stream>>>(
         dtype, reduction, in, out, toShape(rank, shape), mask, outCount,
@@ -784,8 +1012,12 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
                             int64_t rows, int64_t n, double eps, int rms) {
-  normKernel<<<blocksFor(rows, 1), 256, 0, device().stream>>>(
-      dtype, x, scaleDtype, scale, bias, out, rows, n, float(eps), rms);
+  if (scaleDtype == dtype && packable(dtype, n, true, {x, scale, bias, out}))
+    forFloatType<LaunchNorm>(dtype, x, scale, bias, out, rows, n, float(eps),
+                             rms);
+  else
+    normKernel<<<blocksFor(rows, 1), 256, 0, device().stream>>>(
+        dtype, x, scaleDtype, scale, bias, out, rows, n, float(eps), rms);
   check(cudaGetLastError(), "norm");
 }
 
@@ -804,8 +1036,12 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
             &beta, scores, CUDA_R_32F, int(t), s * t, int(batch),
             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "attention scores");
-  attentionSoftmaxKernel<<<blocksFor(batch * s, 1), 256, 0, d.stream>>>(
-      scores, batch * s, s, t, causal);
+  if (packable(LOOMRT_F32, t, true, {scores}))
+    attentionSoftmaxVecKernel<<<blocksFor(batch * s, 1), 256, 0, d.stream>>>(
+        scores, batch * s, s, t, causal);
+  else
+    attentionSoftmaxKernel<<<blocksFor(batch * s, 1), 256, 0, d.stream>>>(
+        scores, batch * s, s, t, causal);
   check(cudaGetLastError(), "attention softmax");
   // out = p v in f32 (v widened so the probabilities keep f32), rounded once.
   const float *values = static_cast<const float *>(v);

@@ -196,7 +196,7 @@ public:
     ncclComm_t comm = communicator(rt, &axis, 1, what);
     issue(rt, comm, what, [&] {
       return ncclSend(in, size_t(count) * elementBytes(dtype), ncclUint8,
-                      neighbour(rt, axis, offset), comm, stream(rt));
+                      axisNeighbour(rt, axis, offset), comm, stream(rt));
     });
   }
 
@@ -205,7 +205,7 @@ public:
     ncclComm_t comm = communicator(rt, &axis, 1, what);
     issue(rt, comm, what, [&] {
       return ncclRecv(out, size_t(count) * elementBytes(dtype), ncclUint8,
-                      neighbour(rt, axis, offset), comm, stream(rt));
+                      axisNeighbour(rt, axis, offset), comm, stream(rt));
     });
   }
 
@@ -219,11 +219,6 @@ private:
   static const LoopbackOps &staging() { return *deviceOps().loopback; }
   static cudaStream_t stream(loomrt_ctx *rt) {
     return static_cast<cudaStream_t>(loomrt_stream(rt));
-  }
-
-  static int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
-    int64_t size = model(rt).axis_sizes[axis];
-    return int(((coordinates(rt)[size_t(axis)] + offset) % size + size) % size);
   }
 
   /// Waits (polling, under the timeout) until the communicator has taken

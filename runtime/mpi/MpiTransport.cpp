@@ -201,7 +201,7 @@ public:
     MPI_Comm comm = communicator(rt, &axis, 1, what);
     watched(rt, what, [&](MPI_Request *r) {
       return MPI_Isend(in, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                       neighbour(rt, axis, offset), 9, comm, r);
+                       axisNeighbour(rt, axis, offset), 9, comm, r);
     });
   }
 
@@ -210,7 +210,7 @@ public:
     MPI_Comm comm = communicator(rt, &axis, 1, what);
     watched(rt, what, [&](MPI_Request *r) {
       return MPI_Irecv(out, int(size_t(count) * elementBytes(dtype)), MPI_BYTE,
-                       neighbour(rt, axis, offset), 9, comm, r);
+                       axisNeighbour(rt, axis, offset), 9, comm, r);
     });
   }
 
@@ -294,11 +294,6 @@ private:
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     comms.emplace(key, comm);
     return comm;
-  }
-
-  static int neighbour(loomrt_ctx *rt, int axis, int64_t offset) {
-    int64_t size = model(rt).axis_sizes[axis];
-    return int(((coordinates(rt)[size_t(axis)] + offset) % size + size) % size);
   }
 
   std::map<std::vector<int>, MPI_Comm> comms;
