@@ -20,7 +20,10 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <algorithm>
 #include <array>
@@ -576,15 +579,19 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s,
 // Where rows are 16-byte aligned and a whole number of 16-byte packs, the
 // row kernels read and write 8 bf16/f16 or 4 f32 elements at a time, and the
 // norm and the attention softmax keep the row in registers, so each element
-// is read once and written once. LOOMRT_SCALAR_KERNELS=1 selects the
-// element-wise kernels above instead (for comparisons).
+// is read once and written once.
+//
+// These kernels and the fused attention below were written without a GPU
+// at hand: until a GPU run has checked them (bench/gpu/run, test/
+// Integration/cuda.test), they run only with LOOMRT_FAST_KERNELS=1, and the
+// element-wise kernels above stay the default.
 
-bool scalarKernels() {
-  static const bool scalar = [] {
-    const char *value = getenv("LOOMRT_SCALAR_KERNELS");
+bool fastKernels() {
+  static const bool fast = [] {
+    const char *value = getenv("LOOMRT_FAST_KERNELS");
     return value && *value && strcmp(value, "0") != 0;
   }();
-  return scalar;
+  return fast;
 }
 
 bool aligned16(const void *p) {
@@ -783,7 +790,7 @@ template <int Dtype> struct LaunchRowReduce {
 /// `resident`).
 bool packable(int dtype, int64_t n, bool resident,
               std::initializer_list<const void *> pointers) {
-  if (scalarKernels() || isInteger(dtype))
+  if (!fastKernels() || isInteger(dtype))
     return false;
   int per = dtype == LOOMRT_F32 ? 4 : 8;
   if (n % per != 0 || (resident && n / per > 256 * kRowPacks))
@@ -1021,11 +1028,186 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
   check(cudaGetLastError(), "norm");
 }
 
+//--- Fused attention ---------------------------------------------------------
+// One block per 64 queries of one batch entry: scores of a 64 x 64 tile on
+// the tensor cores (bf16/f16 products, f32 accumulation, as cuBLAS computes
+// them), an online softmax in f32, and the probabilities times V in f32 on
+// the CUDA cores, so that the probabilities are never rounded and the
+// result is rounded once (docs/language.md 11.2). Scores never reach global
+// memory. Head dimensions up to 64; opt-in with LOOMRT_FAST_KERNELS=1 until
+// a GPU has checked it.
+
+constexpr int kTile = 64;        // queries per block and keys per step
+constexpr int kHead = 64;        // the largest head dimension (e and f)
+constexpr int kScoreStride = 68; // floats per score row (fewer bank conflicts)
+
+template <int Dtype> struct WmmaType;
+template <> struct WmmaType<LOOMRT_BF16> { using type = __nv_bfloat16; };
+template <> struct WmmaType<LOOMRT_F16> { using type = __half; };
+
+template <int Dtype>
+__global__ void __launch_bounds__(128)
+    fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
+                         const uint16_t *v, uint16_t *out, int64_t s, int64_t t,
+                         int e, int f, int causal, float scale) {
+  using Element = typename WmmaType<Dtype>::type;
+  __shared__ __align__(32) uint16_t queries[kTile * kHead];
+  __shared__ __align__(32) uint16_t keys[kTile * kHead];
+  __shared__ __align__(32) uint16_t values[kTile * kHead];
+  __shared__ __align__(32) float scores[kTile * kScoreStride];
+  __shared__ float rowMax[kTile], rowSum[kTile], rowScale[kTile];
+
+  const int64_t b = blockIdx.y, q0 = int64_t(blockIdx.x) * kTile;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const uint16_t *qb = q + b * s * e, *kb = k + b * t * e, *vb = v + b * t * f;
+
+  // This block's queries, zero beyond s and beyond e.
+  for (int i = tid; i < kTile * kHead; i += blockDim.x) {
+    int row = i / kHead, col = i % kHead;
+    queries[i] = q0 + row < s && col < e ? qb[(q0 + row) * e + col] : 0;
+  }
+  if (tid < kTile) {
+    rowMax[tid] = -INFINITY;
+    rowSum[tid] = 0.0f;
+  }
+  // Each thread owns 4 rows x 8 columns of the output, in f32.
+  const int rowGroup = tid / 8, colGroup = tid % 8;
+  float acc[4][8];
+  for (int i = 0; i < 4; ++i)
+    for (int c = 0; c < 8; ++c)
+      acc[i][c] = 0.0f;
+
+  int64_t lastKey = causal ? min(t, q0 + kTile) : t;
+  int eSteps = (e + 15) / 16;
+  for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
+    __syncthreads(); // the previous step is done with keys, values, scores
+    for (int i = tid; i < kTile * kHead; i += blockDim.x) {
+      int row = i / kHead, col = i % kHead;
+      bool key = k0 + row < t;
+      keys[i] = key && col < e ? kb[(k0 + row) * e + col] : 0;
+      values[i] = key && col < f ? vb[(k0 + row) * f + col] : 0;
+    }
+    __syncthreads();
+    // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile.
+    {
+      using namespace nvcuda;
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
+      for (int c = 0; c < 4; ++c)
+        wmma::fill_fragment(tile[c], 0.0f);
+      for (int step = 0; step < eSteps; ++step) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> a;
+        wmma::load_matrix_sync(a,
+                               reinterpret_cast<const Element *>(queries) +
+                                   warp * 16 * kHead + step * 16,
+                               kHead);
+        for (int c = 0; c < 4; ++c) {
+          // K^T in column-major order is K in row-major order.
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, wmma::col_major>
+              bt;
+          wmma::load_matrix_sync(bt,
+                                 reinterpret_cast<const Element *>(keys) +
+                                     c * 16 * kHead + step * 16,
+                                 kHead);
+          wmma::mma_sync(tile[c], a, bt, tile[c]);
+        }
+      }
+      for (int c = 0; c < 4; ++c)
+        wmma::store_matrix_sync(scores + warp * 16 * kScoreStride + c * 16,
+                                tile[c], kScoreStride, wmma::mem_row_major);
+    }
+    __syncthreads();
+    // Online softmax: warp w updates its 16 rows, two columns per lane.
+    for (int r = warp * 16; r < warp * 16 + 16; ++r) {
+      int64_t query = q0 + r;
+      float x[2];
+      bool visible[2];
+      float tileMax = -INFINITY;
+      for (int h = 0; h < 2; ++h) {
+        int col = lane + 32 * h;
+        int64_t key = k0 + col;
+        visible[h] = query < s && key < t && (!causal || key <= query);
+        x[h] = visible[h] ? scores[r * kScoreStride + col] * scale : -INFINITY;
+        tileMax = fmaxf(tileMax, x[h]);
+      }
+      for (int offset = 16; offset > 0; offset /= 2)
+        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, offset));
+      float oldMax = rowMax[r], newMax = fmaxf(oldMax, tileMax);
+      float partial = 0.0f;
+      for (int h = 0; h < 2; ++h) {
+        float p = visible[h] ? expf(x[h] - newMax) : 0.0f;
+        scores[r * kScoreStride + lane + 32 * h] = p;
+        partial += p;
+      }
+      for (int offset = 16; offset > 0; offset /= 2)
+        partial += __shfl_xor_sync(0xffffffffu, partial, offset);
+      if (lane == 0) {
+        // Nothing visible yet (a padding row): nothing to rescale.
+        float factor = newMax == -INFINITY ? 1.0f : expf(oldMax - newMax);
+        rowScale[r] = factor;
+        rowSum[r] = rowSum[r] * factor + partial;
+        rowMax[r] = newMax;
+      }
+    }
+    __syncthreads();
+    // acc = acc * rescale + P V, in f32.
+    for (int i = 0; i < 4; ++i) {
+      float factor = rowScale[rowGroup * 4 + i];
+      for (int c = 0; c < 8; ++c)
+        acc[i][c] *= factor;
+    }
+    for (int j = 0; j < kTile; ++j) {
+      float value[8], p[4];
+      for (int c = 0; c < 8; ++c) {
+        uint16_t bits = values[j * kHead + colGroup * 8 + c];
+        value[c] = Dtype == LOOMRT_BF16 ? loomrt_bf16_to_f32(bits)
+                                        : loomrt_f16_to_f32(bits);
+      }
+      for (int i = 0; i < 4; ++i)
+        p[i] = scores[(rowGroup * 4 + i) * kScoreStride + j];
+      for (int i = 0; i < 4; ++i)
+        for (int c = 0; c < 8; ++c)
+          acc[i][c] += p[i] * value[c];
+    }
+  }
+  __syncthreads();
+  for (int i = 0; i < 4; ++i) {
+    int r = rowGroup * 4 + i;
+    int64_t query = q0 + r;
+    if (query >= s)
+      continue;
+    float total = rowSum[r];
+    for (int c = 0; c < 8; ++c) {
+      int col = colGroup * 8 + c;
+      if (col >= f)
+        continue;
+      float y = acc[i][c] / total;
+      out[(b * s + query) * f + col] =
+          Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(y) : loomrt_f32_to_f16(y);
+    }
+  }
+}
+
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
                                  const void *v, void *out, int64_t batch,
                                  int64_t s, int64_t t, int64_t e, int64_t f,
                                  int causal, double scale) {
   Device &d = device();
+  if (fastKernels() && (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) &&
+      e <= kHead && f <= kHead && batch <= 65535 && s > 0 && t > 0) {
+    dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(batch));
+    auto *qs = static_cast<const uint16_t *>(q);
+    auto *ks = static_cast<const uint16_t *>(k);
+    auto *vs = static_cast<const uint16_t *>(v);
+    auto *os = static_cast<uint16_t *>(out);
+    if (dtype == LOOMRT_BF16)
+      fusedAttentionKernel<LOOMRT_BF16><<<grid, 128, 0, d.stream>>>(
+          qs, ks, vs, os, s, t, int(e), int(f), causal, float(scale));
+    else
+      fusedAttentionKernel<LOOMRT_F16><<<grid, 128, 0, d.stream>>>(
+          qs, ks, vs, os, s, t, int(e), int(f), causal, float(scale));
+    check(cudaGetLastError(), "fused attention");
+    return;
+  }
   // scores[b] = scale * q[b] k[b]^T in f32 (row-major S x T): in cuBLAS's
   // column-major terms, scores^T = k q^T.
   float *scores = static_cast<float *>(scratch(3, size_t(batch * s * t) * 4));

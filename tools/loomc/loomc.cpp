@@ -104,7 +104,8 @@ static llvm::cl::opt<std::string>
     outputFile("o",
                llvm::cl::desc("Write the output to <file> (default: stdout); "
                               "without --emit, build an executable <file> "
-                              "that runs under mpirun -np N"),
+                              "that runs under mpirun -np N, or alone with "
+                              "--loopback (<file> --help)"),
                llvm::cl::value_desc("file"), llvm::cl::init("-"),
                llvm::cl::cat(loomCategory));
 
