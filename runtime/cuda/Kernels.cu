@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
 #include "runtime/Elements.h"
+#include "runtime/GemmPlan.h"
 #include "runtime/Runtime.h"
 
 #include <cublasLt.h>
@@ -95,6 +96,16 @@ void *scratch(int slot, size_t bytes) {
     d.scratchBytes[slot] = grown;
   }
   return d.scratch[slot];
+}
+
+/// Whether the kernels not yet checked on a GPU run (LOOMRT_FAST_KERNELS=1;
+/// see "Row kernels with 16-byte loads").
+bool fastKernels() {
+  static const bool fast = [] {
+    const char *value = getenv("LOOMRT_FAST_KERNELS");
+    return value && *value && strcmp(value, "0") != 0;
+  }();
+  return fast;
 }
 
 int blocksFor(int64_t count, int threads = 256) {
@@ -286,6 +297,131 @@ void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
         "GEMM");
 }
 
+/// The largest power of two up to 256 that divides every value (addresses
+/// and byte strides): the alignment cuBLASLt may assume.
+size_t alignmentOf(std::initializer_list<uint64_t> values, size_t sofar) {
+  uint64_t all = sofar;
+  for (uint64_t v : values)
+    all |= v;
+  return size_t(all & (~all + 1)); // the lowest set bit
+}
+
+/// A contraction run over its views as they are (runtime/GemmPlan.h):
+/// strided-batched cuBLASLt calls with transposes and leading dimensions
+/// from the plan, descriptors and algorithm cached per plan and alignment.
+void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
+                 const void *b, void *out) {
+  Device &d = device();
+  size_t inBytes = elementBytes(inDtype), outBytes = elementBytes(outDtype);
+  size_t alignment = 256;
+  for (const std::array<int64_t, 3> &call : p.calls)
+    alignment = alignmentOf(
+        {uint64_t(reinterpret_cast<uintptr_t>(a)) + uint64_t(call[0]) * inBytes,
+         uint64_t(reinterpret_cast<uintptr_t>(b)) + uint64_t(call[1]) * inBytes,
+         uint64_t(reinterpret_cast<uintptr_t>(out)) +
+             uint64_t(call[2]) * outBytes,
+         uint64_t(p.strideX) * inBytes, uint64_t(p.strideY) * inBytes,
+         uint64_t(p.strideD) * outBytes},
+        alignment);
+  struct Plan {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t lx, ly, ld;
+    cublasLtMatmulAlgo_t algo;
+  };
+  thread_local std::map<std::array<int64_t, 15>, Plan> plans;
+  std::array<int64_t, 15> key = {
+      inDtype, outDtype,  p.transX,  p.transY,  p.rows,
+      p.cols,  p.depth,   p.ldx,     p.ldy,     p.ldd,
+      p.batch, p.strideX, p.strideY, p.strideD, int64_t(alignment)};
+  auto found = plans.find(key);
+  if (found == plans.end()) {
+    Plan plan;
+    check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "matmul descriptor");
+    cublasOperation_t tx = p.transX ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      ty = p.transY ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                         &tx, sizeof tx),
+          "transpose of X");
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                         &ty, sizeof ty),
+          "transpose of Y");
+    // Stored shapes: X is rows x depth (depth x rows when transposed), Y is
+    // depth x cols (cols x depth), D is rows x cols, all column-major.
+    check(cublasLtMatrixLayoutCreate(&plan.lx, cudaType(inDtype),
+                                     uint64_t(p.transX ? p.depth : p.rows),
+                                     uint64_t(p.transX ? p.rows : p.depth),
+                                     p.ldx),
+          "layout of X");
+    check(cublasLtMatrixLayoutCreate(&plan.ly, cudaType(inDtype),
+                                     uint64_t(p.transY ? p.cols : p.depth),
+                                     uint64_t(p.transY ? p.depth : p.cols),
+                                     p.ldy),
+          "layout of Y");
+    check(cublasLtMatrixLayoutCreate(&plan.ld, cudaType(outDtype),
+                                     uint64_t(p.rows), uint64_t(p.cols), p.ldd),
+          "layout of D");
+    if (p.batch > 1) {
+      int count = int(p.batch);
+      int64_t strides[3] = {p.strideX, p.strideY, p.strideD};
+      cublasLtMatrixLayout_t layouts[3] = {plan.lx, plan.ly, plan.ld};
+      for (int i = 0; i < 3; ++i) {
+        check(cublasLtMatrixLayoutSetAttribute(
+                  layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                  sizeof count),
+              "batch count");
+        check(cublasLtMatrixLayoutSetAttribute(
+                  layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                  &strides[i], sizeof strides[i]),
+              "batch stride");
+      }
+    }
+    cublasLtMatmulPreference_t preference;
+    check(cublasLtMatmulPreferenceCreate(&preference), "preference");
+    check(cublasLtMatmulPreferenceSetAttribute(
+              preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+              &d.workspaceBytes, sizeof d.workspaceBytes),
+          "workspace size");
+    uint32_t align = uint32_t(alignment);
+    for (cublasLtMatmulPreferenceAttributes_t attribute :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      check(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &align,
+                                                 sizeof align),
+            "alignment");
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int results = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.lx, plan.ly,
+                                         plan.ld, plan.ld, preference, 1,
+                                         &heuristic, &results),
+          "choosing an algorithm");
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (results == 0)
+      failProcess(format("cuBLASLt has no algorithm for a %lldx%lldx%lld "
+                         "strided GEMM",
+                         (long long)p.rows, (long long)p.cols,
+                         (long long)p.depth),
+                  7);
+    plan.algo = heuristic.algo;
+    found = plans.emplace(key, plan).first;
+  }
+  const Plan &plan = found->second;
+  float alpha = 1.0f, beta = 0.0f;
+  for (const std::array<int64_t, 3> &call : p.calls) {
+    const char *x = static_cast<const char *>(p.xIsA ? a : b) +
+                    size_t(call[p.xIsA ? 0 : 1]) * inBytes;
+    const char *y = static_cast<const char *>(p.xIsA ? b : a) +
+                    size_t(call[p.xIsA ? 1 : 0]) * inBytes;
+    char *dst = static_cast<char *>(out) + size_t(call[2]) * outBytes;
+    check(cublasLtMatmul(d.lt, plan.op, &alpha, x, plan.lx, y, plan.ly, &beta,
+                         dst, plan.ld, dst, plan.ld, &plan.algo, d.workspace,
+                         d.workspaceBytes, d.stream),
+          "strided GEMM");
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -359,6 +495,15 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
   // The GEMM's input type: the operands' own when they agree (bf16 stays
   // bf16 for the tensor cores), f32 when they mix or are pre-summed.
   bool one = b == nullptr;
+  // Views a GEMM library can read and write as they are need no packing or
+  // scattering (opt-in until checked on a GPU, with the other new kernels).
+  StridedGemm plan;
+  if (fastKernels() && !one && c->a_dtype == c->b_dtype &&
+      (c->out_dtype == c->a_dtype || c->out_dtype == LOOMRT_F32) &&
+      planStridedGemm(*c, plan)) {
+    stridedGemm(plan, c->a_dtype, c->out_dtype, a, b, out);
+    return;
+  }
   int inDtype = (!one && c->a_dtype == c->b_dtype && c->a_sum.num_dims == 0 &&
                  c->b_sum.num_dims == 0)
                     ? c->a_dtype
@@ -585,14 +730,6 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s,
 // at hand: until a GPU run has checked them (bench/gpu/run, test/
 // Integration/cuda.test), they run only with LOOMRT_FAST_KERNELS=1, and the
 // element-wise kernels above stay the default.
-
-bool fastKernels() {
-  static const bool fast = [] {
-    const char *value = getenv("LOOMRT_FAST_KERNELS");
-    return value && *value && strcmp(value, "0") != 0;
-  }();
-  return fast;
-}
 
 bool aligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
