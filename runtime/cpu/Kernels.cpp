@@ -6,11 +6,13 @@
 //===----------------------------------------------------------------------===//
 #include "loomrt.h"
 #include "runtime/Elements.h"
+#include "runtime/GemmPlan.h"
 #include "runtime/Runtime.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -294,10 +296,32 @@ extern "C" void loomrt_slice(int dtype, const void *in, void *out, int rank,
 extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
                                 const void *a, const void *b, void *out) {
   static const float one = 1.0f; // the second operand of a one-operand einsum
+  bool twoOperands = b != nullptr;
   if (!b)
     b = &one;
   if (isInteger(c->out_dtype)) {
     contractIntegers(c, a, b, out);
+    return;
+  }
+  // f32 views that BLAS can read and write as they are (runtime/GemmPlan.h):
+  // no packing, no scattering of the result.
+  StridedGemm plan;
+  if (twoOperands && c->a_dtype == LOOMRT_F32 && c->b_dtype == LOOMRT_F32 &&
+      c->out_dtype == LOOMRT_F32 && planStridedGemm(*c, plan, 1 << 12)) {
+    double start = gemmClockStart(rt);
+    const float *x = static_cast<const float *>(plan.xIsA ? a : b),
+                *y = static_cast<const float *>(plan.xIsA ? b : a);
+    float *d = static_cast<float *>(out);
+    for (const std::array<int64_t, 3> &call : plan.calls)
+      for (int64_t i = 0; i < plan.batch; ++i)
+        cblas_sgemm(
+            CblasColMajor, plan.transX ? CblasTrans : CblasNoTrans,
+            plan.transY ? CblasTrans : CblasNoTrans, int(plan.rows),
+            int(plan.cols), int(plan.depth), 1.0f,
+            x + call[plan.xIsA ? 0 : 1] + i * plan.strideX, int(plan.ldx),
+            y + call[plan.xIsA ? 1 : 0] + i * plan.strideY, int(plan.ldy), 0.0f,
+            d + call[2] + i * plan.strideD, int(plan.ldd));
+    gemmClockStop(rt, start);
     return;
   }
   int nb = c->num_batch, nm = c->num_m, nn = c->num_n, nk = c->num_k;
