@@ -66,9 +66,48 @@ struct FuseElementwisePass
     });
   }
 
+  /// A cast costs one instruction per element; storing its result costs a
+  /// pass over memory. A cast with several users is therefore recomputed:
+  /// each element-wise or reducing user of its shape gets its own copy (which
+  /// fusion then pulls into that user's group), and a pick reads the cast's
+  /// input directly when the cast widens to f32 (pick widens exactly itself).
+  /// The values are the same; only the copy in memory goes.
+  void splitCasts(Block &block) {
+    SmallVector<CastOp> casts;
+    for (Operation &op : block)
+      if (auto cast = dyn_cast<CastOp>(op))
+        casts.push_back(cast);
+    for (CastOp cast : casts) {
+      Value result = cast.getResult();
+      bool widensToF32 =
+          getElementTypeOrSelf(result.getType()).isF32() &&
+          isa<FloatType>(getElementTypeOrSelf(cast.getInput().getType()));
+      for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
+        Operation *user = use.getOwner();
+        if (user->getBlock() != &block)
+          continue;
+        if (auto pick = dyn_cast<PickOp>(user)) {
+          if (widensToF32 && use.getOperandNumber() == 0)
+            use.set(cast.getInput());
+          continue;
+        }
+        bool fusable = isElementwise(user) ||
+                       (isa<SumOp, MeanOp, MaxOp>(user) &&
+                        use.getOperandNumber() == 0);
+        if (!fusable)
+          continue;
+        OpBuilder builder(user);
+        use.set(builder.clone(*cast)->getResult(0));
+      }
+      if (cast->use_empty())
+        cast->erase();
+    }
+  }
+
   /// Walks the block backwards: each element-wise op not yet in a group
   /// roots a group and pulls in producers whose only user is in the group.
   void fuseBlock(Block &block) {
+    splitCasts(block);
     SmallVector<Operation *> roots;
     for (Operation &op : llvm::reverse(block))
       if (isElementwise(&op) || isa<SumOp, MeanOp, MaxOp>(op))

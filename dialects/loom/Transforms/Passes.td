@@ -167,6 +167,12 @@ def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
     and its intermediate values never reach memory (`sum(exp(x - m))` reads
     x once and writes one value per row). Collectives, contractions, other
     reductions and data movement stay outside groups.
+
+    A `cast` is recomputed rather than stored: each element-wise or reducing
+    user gets its own copy, which then joins that user's group, and a `pick`
+    reads the cast's input directly when the cast widens to f32 (a pick
+    widens exactly itself). The values are unchanged; the f32 copy of, say,
+    a cross-entropy's bf16 logits never reaches memory.
   }];
   let statistics = [
     Statistic<"numGroups", "groups", "Number of fusion groups made">,

@@ -72,3 +72,31 @@ func.func @reduction(%x: tensor<4x8xf32>, %m: tensor<4x1xf32>) -> tensor<4xf32> 
   %2 = loom.sum %1 dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %2 : tensor<4xf32>
 }
+
+// -----
+
+// A cast with several users is recomputed in each user's group instead of
+// stored; a pick reads the cast's input when the cast widens to f32.
+// CHECK-LABEL: func.func @casts
+// CHECK-NOT:   loom.cast %arg0 {{.*}}-> tensor<4x8xf32>{{$}}
+// CHECK:       %[[MAX:.*]] = loom.fused(%arg0 : tensor<4x8xbf16>) -> tensor<4xf32> {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: tensor<4x8xbf16>):
+// CHECK-NEXT:    %[[W:.*]] = loom.cast %[[X]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// CHECK-NEXT:    %[[M:.*]] = loom.max %[[W]] dims = [1]
+// CHECK:       loom.fused(%arg0, %{{.*}} : tensor<4x8xbf16>, tensor<4x1xf32>) -> tensor<4xf32> {
+// CHECK:         loom.cast
+// CHECK-NEXT:    loom.sub
+// CHECK-NEXT:    loom.exp
+// CHECK-NEXT:    loom.sum
+// CHECK:       loom.pick %arg0, %arg1 : tensor<4x8xbf16>, tensor<4xi32> -> tensor<4xf32>
+func.func @casts(%x: tensor<4x8xbf16>, %t: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %w = loom.cast %x : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %m = loom.max %w dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %m1 = loom.reshape %m : tensor<4xf32> -> tensor<4x1xf32>
+  %d = loom.sub %w, %m1 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = loom.exp %d : tensor<4x8xf32>
+  %s = loom.sum %e dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %p = loom.pick %w, %t : tensor<4x8xf32>, tensor<4xi32> -> tensor<4xf32>
+  %r = loom.add %s, %p : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %m, %r : tensor<4xf32>, tensor<4xf32>
+}
