@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -305,8 +306,10 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   }
   // f32 views that BLAS can read and write as they are (runtime/GemmPlan.h):
   // no packing, no scattering of the result.
+  // LOOMRT_PACK_GEMMS=1 packs every operand as before, for comparisons.
+  static const bool packAlways = getenv("LOOMRT_PACK_GEMMS") != nullptr;
   StridedGemm plan;
-  if (twoOperands && c->a_dtype == LOOMRT_F32 && c->b_dtype == LOOMRT_F32 &&
+  if (!packAlways && twoOperands && c->a_dtype == LOOMRT_F32 && c->b_dtype == LOOMRT_F32 &&
       c->out_dtype == LOOMRT_F32 && planStridedGemm(*c, plan, 1 << 12)) {
     double start = gemmClockStart(rt);
     const float *x = static_cast<const float *>(plan.xIsA ? a : b),
