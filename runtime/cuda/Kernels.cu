@@ -224,79 +224,6 @@ int64_t product(const int64_t *sizes, int first, int last) {
   return n;
 }
 
-/// A cuBLASLt GEMM ready to run: its descriptors and the algorithm the
-/// heuristic chose, made once per shape and type (the query costs far more
-/// than the launch).
-struct GemmPlan {
-  cublasLtMatmulDesc_t op;
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatmulAlgo_t algo;
-};
-
-/// Row-major C[batch][m][n] = A[batch][m][k] * B[batch][k][n], all dense, by
-/// cuBLASLt in column-major terms: C^T = B^T A^T.
-void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
-          int64_t batch, int64_t m, int64_t n, int64_t k) {
-  Device &d = device();
-  thread_local std::map<std::array<int64_t, 6>, GemmPlan> plans;
-  std::array<int64_t, 6> key = {inDtype, outDtype, batch, m, n, k};
-  auto found = plans.find(key);
-  if (found == plans.end()) {
-    GemmPlan plan;
-    check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-          "matmul descriptor");
-    check(cublasLtMatrixLayoutCreate(&plan.la, cudaType(inDtype), uint64_t(n),
-                                     uint64_t(k), int64_t(n)),
-          "layout of B");
-    check(cublasLtMatrixLayoutCreate(&plan.lb, cudaType(inDtype), uint64_t(k),
-                                     uint64_t(m), int64_t(k)),
-          "layout of A");
-    check(cublasLtMatrixLayoutCreate(&plan.lc, cudaType(outDtype), uint64_t(n),
-                                     uint64_t(m), int64_t(n)),
-          "layout of C");
-    if (batch > 1) {
-      int count = int(batch);
-      int64_t strides[3] = {n * k, k * m, n * m};
-      cublasLtMatrixLayout_t layouts[3] = {plan.la, plan.lb, plan.lc};
-      for (int i = 0; i < 3; ++i) {
-        check(cublasLtMatrixLayoutSetAttribute(
-                  layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                  sizeof count),
-              "batch count");
-        check(cublasLtMatrixLayoutSetAttribute(
-                  layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                  &strides[i], sizeof strides[i]),
-              "batch stride");
-      }
-    }
-    cublasLtMatmulPreference_t preference;
-    check(cublasLtMatmulPreferenceCreate(&preference), "preference");
-    check(cublasLtMatmulPreferenceSetAttribute(
-              preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-              &d.workspaceBytes, sizeof d.workspaceBytes),
-          "workspace size");
-    cublasLtMatmulHeuristicResult_t heuristic;
-    int results = 0;
-    check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.la, plan.lb,
-                                         plan.lc, plan.lc, preference, 1,
-                                         &heuristic, &results),
-          "choosing an algorithm");
-    cublasLtMatmulPreferenceDestroy(preference);
-    if (results == 0)
-      failProcess(format("cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM",
-                         (long long)m, (long long)n, (long long)k),
-                  7);
-    plan.algo = heuristic.algo;
-    found = plans.emplace(key, plan).first;
-  }
-  const GemmPlan &plan = found->second;
-  float alpha = 1.0f, beta = 0.0f;
-  check(cublasLtMatmul(d.lt, plan.op, &alpha, b, plan.la, a, plan.lb, &beta, c,
-                       plan.lc, c, plan.lc, &plan.algo, d.workspace,
-                       d.workspaceBytes, d.stream),
-        "GEMM");
-}
-
 /// The largest power of two up to 256 that divides every value (addresses
 /// and byte strides): the alignment cuBLASLt may assume.
 size_t alignmentOf(std::initializer_list<uint64_t> values, size_t sofar) {
@@ -420,6 +347,26 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
                          d.workspaceBytes, d.stream),
           "strided GEMM");
   }
+}
+
+/// Row-major C[batch][m][n] = A[batch][m][k] * B[batch][k][n], all dense:
+/// in column-major terms C^T = B^T A^T, nothing transposed.
+void gemm(int inDtype, const void *a, const void *b, int outDtype, void *c,
+          int64_t batch, int64_t m, int64_t n, int64_t k) {
+  StridedGemm plan;
+  plan.xIsA = false;
+  plan.rows = n;
+  plan.cols = m;
+  plan.depth = k;
+  plan.ldx = n;
+  plan.ldy = k;
+  plan.ldd = n;
+  plan.batch = batch;
+  plan.strideX = n * k;
+  plan.strideY = k * m;
+  plan.strideD = n * m;
+  plan.calls = {{0, 0, 0}};
+  stridedGemm(plan, inDtype, outDtype, a, b, c);
 }
 
 } // namespace
