@@ -893,8 +893,13 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     device.download(arena, deviceArena, arenaBytes);
 
   report(rt, arena);
-  if (options.profile)
+  if (options.profile) {
+    // The peaks are measured while the other ranks wait (in loopback mode
+    // they share the device).
+    transport->barrier(rt, "the barrier before measuring the peaks");
     printProfile(rt, stepSeconds);
+    transport->barrier(rt, "the barrier after measuring the peaks");
+  }
   if (options.bench) {
     std::vector<double> sorted = stepSeconds;
     std::sort(sorted.begin(), sorted.end());
