@@ -936,6 +936,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   }
   if (saved)
     transport->barrier(rt, "the barrier at the end of the run");
+  transport->finish(rt);
   device.release(deviceArena, arena);
   free(arena);
   return saved ? 0 : 1;

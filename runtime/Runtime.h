@@ -192,6 +192,9 @@ public:
   virtual void recv(loomrt_ctx *rt, const std::string &what, int axis,
                     int64_t offset, int dtype, void *out, int64_t count) = 0;
 
+  /// Called by each rank after its last collective of the run.
+  virtual void finish(loomrt_ctx *rt) {}
+
   /// Ends every rank after a message has been printed.
   [[noreturn]] virtual void abort(loomrt_ctx *rt, int code) = 0;
 };

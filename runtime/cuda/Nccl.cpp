@@ -209,6 +209,23 @@ public:
     });
   }
 
+  /// Stops the watchdog (the step was synchronised: nothing is pending)
+  /// and finalises the communicators, polling as for every NCCL call.
+  void finish(loomrt_ctx *rt) override {
+    watchdog.reset();
+    std::map<std::vector<int>, ncclComm_t> finished;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      finished.swap(comms);
+    }
+    for (auto &entry : finished) {
+      settle(rt, entry.second, ncclCommFinalize(entry.second),
+             "finishing the NCCL communicator over " +
+                 axesText(rt, entry.first.data(), int(entry.first.size())));
+      ncclCommDestroy(entry.second);
+    }
+  }
+
   [[noreturn]] void abort(loomrt_ctx *, int code) override {
     abortCommunicators();
     MPI_Abort(MPI_COMM_WORLD, code);
