@@ -465,7 +465,17 @@ const char *kUsage =
     "  --no-graph               CUDA: launch every step's kernels anew instead "
     "of\n"
     "                           replaying the step as a CUDA graph\n"
-    "  --help                   print this help\n";
+    "  --help                   print this help\n"
+    "\n"
+    "environment:\n"
+    "  LOOMRT_TRANSPORT=nccl    CUDA: use NCCL even for one rank (1-rank "
+    "communicators)\n"
+    "  LOOMRT_FAST_KERNELS=1    CUDA: the kernels not yet checked on a GPU "
+    "(16-byte row\n"
+    "                           kernels, fused attention, strided GEMM "
+    "plans)\n"
+    "  LOOMRT_PACK_GEMMS=1      CPU: pack every GEMM operand instead of "
+    "strided plans\n";
 
 bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   for (int i = 1; i < argc; ++i) {
