@@ -472,8 +472,9 @@ const char *kUsage =
     "communicators)\n"
     "  LOOMRT_FAST_KERNELS=1    CUDA: the kernels not yet checked on a GPU "
     "(16-byte row\n"
-    "                           kernels, fused attention, strided GEMM "
-    "plans)\n"
+    "                           kernels, fused attention, strided GEMM plans, "
+    "32-bit\n"
+    "                           operand gathers)\n"
     "  LOOMRT_PACK_GEMMS=1      CPU: pack every GEMM operand instead of "
     "strided plans\n";
 

@@ -180,6 +180,45 @@ __global__ void packKernel(int dtype, const void *in, View view, View sum,
   }
 }
 
+/// A view whose every offset and count fits 32 bits: the gather below
+/// divides in 32 bits, several times cheaper than 64-bit division.
+struct View32 {
+  int numDims;
+  uint32_t size[2 * LOOMRT_MAX_RANK];
+  uint32_t stride[2 * LOOMRT_MAX_RANK];
+};
+
+bool toView32(const loomrt_view &v, View32 &out) {
+  int64_t last = 0, count = 1;
+  out.numDims = v.num_dims;
+  for (int d = 0; d < v.num_dims; ++d) {
+    if (v.stride[d] < 0)
+      return false;
+    last += (v.size[d] - 1) * v.stride[d];
+    count *= v.size[d];
+    out.size[d] = uint32_t(v.size[d]);
+    out.stride[d] = uint32_t(v.stride[d]);
+  }
+  return last < (int64_t(1) << 31) && count < (int64_t(1) << 31);
+}
+
+/// out[i] = in[offset of i in the view], bits copied (a pack without
+/// widening or sums).
+template <typename T>
+__global__ void gatherKernel32(const T *in, View32 view, T *out,
+                               uint32_t count) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += gridDim.x * blockDim.x) {
+    uint32_t linear = i, offset = 0;
+    for (int d = view.numDims - 1; d >= 0; --d) {
+      uint32_t size = view.size[d];
+      offset += (linear % size) * view.stride[d];
+      linear /= size;
+    }
+    out[i] = in[offset];
+  }
+}
+
 __global__ void scatterKernel(const float *in, int outDtype, void *out,
                               View view, int64_t count) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
@@ -462,6 +501,20 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
       return data;
     int64_t count = countOf(view), sumCount = countOf(sum);
     void *packed = scratch(slot, size_t(count) * elementBytes(inDtype));
+    View32 narrow;
+    if (fastKernels() && dtype == inDtype && sum.num_dims == 0 &&
+        toView32(view, narrow)) {
+      if (elementBytes(dtype) == 2)
+        gatherKernel32<<<blocksFor(count), 256, 0, d.stream>>>(
+            static_cast<const uint16_t *>(data), narrow,
+            static_cast<uint16_t *>(packed), uint32_t(count));
+      else
+        gatherKernel32<<<blocksFor(count), 256, 0, d.stream>>>(
+            static_cast<const uint32_t *>(data), narrow,
+            static_cast<uint32_t *>(packed), uint32_t(count));
+      check(cudaGetLastError(), "packing a GEMM operand");
+      return packed;
+    }
     packKernel<<<blocksFor(count), 256, 0, d.stream>>>(
         dtype, data, toView(view), toView(sum), sumCount, inDtype, packed,
         count);
