@@ -53,6 +53,14 @@ struct loomrt_ctx {
     uint64_t begin, end;
   };
   std::vector<Record> records;
+  /// --profile: collectives by kind and axes, in first-seen order.
+  struct CollectiveStats {
+    std::string label;
+    int64_t calls = 0;
+    double seconds = 0, bytes = 0;
+  };
+  std::vector<CollectiveStats> collectives;
+  std::vector<Record> collectiveRecords; // kernel = index into collectives
 };
 
 //===----------------------------------------------------------------------===//
@@ -196,6 +204,43 @@ std::string describe(loomrt_ctx *rt, const char *op, const int *axes,
 
 } // namespace
 
+namespace {
+
+/// --profile: times one collective, on the rank's clock (CPU) or stream
+/// (CUDA), from its call to its return; counts the bytes this rank puts in.
+class CollectiveTiming {
+public:
+  CollectiveTiming(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
+                   int dtype, int64_t count)
+      : rt(rt) {
+    if (!rt->profiling)
+      return;
+    std::string label =
+        std::string(op) + " over " + axesText(rt, axes, numAxes);
+    size_t i = 0;
+    while (i < rt->collectives.size() && rt->collectives[i].label != label)
+      ++i;
+    if (i == rt->collectives.size())
+      rt->collectives.push_back({label});
+    index = int(i);
+    rt->collectives[i].bytes += double(count) * double(elementBytes(dtype));
+    ++rt->collectives[i].calls;
+    begin = deviceOps().profileMark();
+  }
+  ~CollectiveTiming() {
+    if (rt->profiling)
+      rt->collectiveRecords.push_back(
+          {index, begin, deviceOps().profileMark()});
+  }
+
+private:
+  loomrt_ctx *rt;
+  int index = 0;
+  uint64_t begin = 0;
+};
+
+} // namespace
+
 extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes,
                                      int numAxes) {
   int64_t index = 0;
@@ -226,6 +271,9 @@ extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
   std::string what = describe(
       rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
       numAxes, site);
+  CollectiveTiming timing(
+      rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
+      numAxes, dtype, count);
   rt->transport->allReduce(rt, what, axes, numAxes, dtype, reduction, in, out,
                            count);
 }
@@ -235,6 +283,8 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
                                   const void *in, void *out, int64_t outer,
                                   int64_t chunk) {
   std::string what = describe(rt, "all_gather", axes, numAxes, site);
+  CollectiveTiming timing(rt, "all_gather", axes, numAxes, dtype,
+                          outer * chunk);
   rt->transport->allGather(rt, what, axes, numAxes, dtype, in, out, outer,
                            chunk);
 }
@@ -244,6 +294,8 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
                                       int reduction, const void *in, void *out,
                                       int64_t outer, int64_t chunk) {
   std::string what = describe(rt, "reduce_scatter", axes, numAxes, site);
+  CollectiveTiming timing(rt, "reduce_scatter", axes, numAxes, dtype,
+                          outer * chunk * groupSize(rt, axes, numAxes));
   rt->transport->reduceScatter(rt, what, axes, numAxes, dtype, reduction, in,
                                out, outer, chunk);
 }
@@ -265,6 +317,8 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
   std::string what = describe(rt, "all_to_all", axes, numAxes, site);
   AllToAll layout(groupSize(rt, axes, numAxes), rank, shape, splitDim,
                   concatDim);
+  CollectiveTiming timing(rt, "all_to_all", axes, numAxes, dtype,
+                          layout.pieceElements * layout.n);
   rt->transport->allToAll(rt, what, axes, numAxes, dtype, in, out, layout);
 }
 
@@ -274,6 +328,8 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
                                           int64_t count, const int64_t *pairs,
                                           int numPairs) {
   std::string what = describe(rt, "collective_permute", axes, numAxes, site);
+  CollectiveTiming timing(rt, "collective_permute", axes, numAxes, dtype,
+                          count);
   rt->transport->permute(rt, what, axes, numAxes, dtype, in, out, count, pairs,
                          numPairs);
 }
@@ -283,6 +339,7 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
                                  const void *in, void *out, int64_t count,
                                  int64_t root) {
   std::string what = describe(rt, "broadcast", axes, numAxes, site);
+  CollectiveTiming timing(rt, "broadcast", axes, numAxes, dtype, count);
   rt->transport->broadcast(rt, what, axes, numAxes, dtype, in, out, count,
                            root);
 }
@@ -291,6 +348,7 @@ extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, const void *in,
                             int64_t count) {
   std::string what = describe(rt, "send", &axis, 1, site);
+  CollectiveTiming timing(rt, "send", &axis, 1, dtype, count);
   rt->transport->send(rt, what, axis, offset, dtype, in, count);
 }
 
@@ -298,6 +356,7 @@ extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, void *out,
                             int64_t count) {
   std::string what = describe(rt, "recv", &axis, 1, site);
+  CollectiveTiming timing(rt, "recv", &axis, 1, dtype, count);
   rt->transport->recv(rt, what, axis, offset, dtype, out, count);
 }
 
@@ -796,9 +855,27 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds) {
            bandwidth * 1e-9, throughput * 1e-12, compute ? "compute" : "memory",
            100.0 * fraction);
   }
-  printf("profile: the kernels take %.1f%% of the step (median %.3f ms); the "
-         "rest is collectives, copies, launches and waiting\n",
-         stepsTotal > 0 ? 100.0 * kernelTotal / stepsTotal : 0.0, median * 1e3);
+  double collectiveTotal = 0;
+  for (const loomrt_ctx::CollectiveStats &c : rt->collectives)
+    collectiveTotal += c.seconds;
+  if (!rt->collectives.empty()) {
+    printf("profile: collectives on this rank, from call to return (waiting "
+           "for the other ranks included):\n");
+    printf("%-44s %10s %10s %6s %12s\n", "  collective", "calls/step",
+           "us/call", "share", "bytes/call");
+    double steps = double(stepSeconds.size());
+    for (const loomrt_ctx::CollectiveStats &c : rt->collectives)
+      printf("  %-42.42s %10.0f %10.2f %5.1f%% %12.0f\n", c.label.c_str(),
+             double(c.calls) / steps, c.calls ? 1e6 * c.seconds / c.calls : 0,
+             stepsTotal > 0 ? 100.0 * c.seconds / stepsTotal : 0.0,
+             c.calls ? c.bytes / double(c.calls) : 0.0);
+  }
+  printf("profile: the kernels take %.1f%% of the step and the collectives "
+         "%.1f%% (median step %.3f ms); the rest is copies, launches and "
+         "the host\n",
+         stepsTotal > 0 ? 100.0 * kernelTotal / stepsTotal : 0.0,
+         stepsTotal > 0 ? 100.0 * collectiveTotal / stepsTotal : 0.0,
+         median * 1e3);
   fflush(stdout);
 }
 
@@ -882,6 +959,10 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
       ++rt->kernelRuns[size_t(record.kernel)];
     }
     rt->records.clear();
+    for (const loomrt_ctx::Record &record : rt->collectiveRecords)
+      rt->collectives[size_t(record.kernel)].seconds +=
+          device.profileSeconds(record.begin, record.end);
+    rt->collectiveRecords.clear();
     if (rt->profiling)
       device.profileRelease();
   };
