@@ -42,24 +42,6 @@ struct Post {
   std::vector<double> values;
 };
 
-/// "rank 1 (dp=0, tp=1)" for any world rank of the model's mesh.
-std::string positionOf(const loomrt_model &m, int rank) {
-  std::string out = "rank " + std::to_string(rank);
-  if (m.num_axes == 0)
-    return out;
-  std::vector<int64_t> coords(size_t(m.num_axes));
-  int64_t rest = rank;
-  for (int a = m.num_axes - 1; a >= 0; --a) {
-    coords[size_t(a)] = rest % m.axis_sizes[a];
-    rest /= m.axis_sizes[a];
-  }
-  out += " (";
-  for (int a = 0; a < m.num_axes; ++a)
-    out += format("%s%s=%lld", a ? ", " : "", m.axis_names[a],
-                  (long long)coords[size_t(a)]);
-  return out + ")";
-}
-
 /// The ranks of one group meet here: each posts, and once all have posted
 /// every member gets every post, in group order.
 class Meeting {
@@ -354,13 +336,8 @@ private:
       for (int a = 0; a < mesh.num_axes; ++a)
         ranks *= mesh.axis_sizes[a];
       std::vector<int> members(static_cast<size_t>(n), 0);
-      std::vector<int64_t> c(size_t(mesh.num_axes));
       for (int r = 0; r < int(ranks); ++r) {
-        int64_t rest = r;
-        for (int a = mesh.num_axes - 1; a >= 0; --a) {
-          c[size_t(a)] = rest % mesh.axis_sizes[a];
-          rest /= mesh.axis_sizes[a];
-        }
+        std::vector<int64_t> c = coordinatesOf(mesh, r);
         if (colourOf(c) != colour)
           continue;
         int64_t index = 0;

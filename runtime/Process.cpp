@@ -89,15 +89,32 @@ const char *loomrt::dtypeText(int dtype) {
   return names[dtype];
 }
 
-std::string loomrt::meshPosition(const loomrt_ctx *rt) {
-  std::string out = "rank " + std::to_string(rt->worldRank);
-  if (!rt->model || rt->coords.empty())
+std::vector<int64_t> loomrt::coordinatesOf(const loomrt_model &m,
+                                           int64_t rank) {
+  std::vector<int64_t> coords(size_t(m.num_axes));
+  for (int a = m.num_axes - 1; a >= 0; --a) {
+    coords[size_t(a)] = rank % m.axis_sizes[a];
+    rank /= m.axis_sizes[a];
+  }
+  return coords;
+}
+
+std::string loomrt::positionOf(const loomrt_model &m, int64_t rank) {
+  std::string out = "rank " + std::to_string(rank);
+  if (m.num_axes == 0)
     return out;
+  std::vector<int64_t> coords = coordinatesOf(m, rank);
   out += " (";
-  for (int a = 0; a < rt->model->num_axes; ++a)
-    out += format("%s%s=%lld", a ? ", " : "", rt->model->axis_names[a],
-                  (long long)rt->coords[size_t(a)]);
+  for (int a = 0; a < m.num_axes; ++a)
+    out += format("%s%s=%lld", a ? ", " : "", m.axis_names[a],
+                  (long long)coords[size_t(a)]);
   return out + ")";
+}
+
+std::string loomrt::meshPosition(const loomrt_ctx *rt) {
+  if (!rt->model || rt->coords.empty())
+    return "rank " + std::to_string(rt->worldRank);
+  return positionOf(*rt->model, rt->worldRank);
 }
 
 std::string loomrt::axesText(const loomrt_ctx *rt, const int *axes,
@@ -181,57 +198,52 @@ void loomrt::gemmClockStop(loomrt_ctx *rt, double start) {
 // Collectives: named, numbered, then handed to the transport
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// "collective #4 all_gather over [tp] (SITE)"; the sequence number counts
-/// this rank's collectives, so ranks that disagree are easy to spot.
-std::string describe(loomrt_ctx *rt, const char *op, const int *axes,
-                     int numAxes, const char *site) {
-  // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
-  // rank back before its first collective.
-  if (rt->sequence == 0)
-    if (const char *stall = getenv("LOOMRT_TEST_STALL")) {
-      int stallRank = -1;
-      double seconds = 0;
-      if (sscanf(stall, "%d:%lf", &stallRank, &seconds) == 2 &&
-          stallRank == rt->worldRank)
-        usleep(useconds_t(seconds * 1e6));
-    }
-  return format("collective #%llu %s over %s (%s)",
-                (unsigned long long)rt->sequence++, op,
-                axesText(rt, axes, numAxes).c_str(), site);
-}
-
-} // namespace
+namespace {} // namespace
 
 namespace {
 
-/// --profile: times one collective, on the rank's clock (CPU) or stream
-/// (CUDA), from its call to its return; counts the bytes this rank puts in.
-class CollectiveTiming {
+/// One collective as the runtime sees it: named and numbered for messages
+/// ("collective #4 all_gather over [tp] (SITE)"; the sequence number counts
+/// this rank's collectives, so ranks that disagree are easy to spot) and,
+/// under --profile, timed on the rank's clock (CPU) or stream (CUDA) from
+/// call to return, with the bytes this rank puts in.
+class Collective {
 public:
-  CollectiveTiming(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
-                   int dtype, int64_t count)
+  Collective(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
+             const char *site, int dtype, int64_t count)
       : rt(rt) {
+    // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
+    // rank back before its first collective.
+    if (rt->sequence == 0)
+      if (const char *stall = getenv("LOOMRT_TEST_STALL")) {
+        int stallRank = -1;
+        double seconds = 0;
+        if (sscanf(stall, "%d:%lf", &stallRank, &seconds) == 2 &&
+            stallRank == rt->worldRank)
+          usleep(useconds_t(seconds * 1e6));
+      }
+    std::string kind = std::string(op) + " over " + axesText(rt, axes, numAxes);
+    what = format("collective #%llu %s (%s)",
+                  (unsigned long long)rt->sequence++, kind.c_str(), site);
     if (!rt->profiling)
       return;
-    std::string label =
-        std::string(op) + " over " + axesText(rt, axes, numAxes);
     size_t i = 0;
-    while (i < rt->collectives.size() && rt->collectives[i].label != label)
+    while (i < rt->collectives.size() && rt->collectives[i].label != kind)
       ++i;
     if (i == rt->collectives.size())
-      rt->collectives.push_back({label});
+      rt->collectives.push_back({kind});
     index = int(i);
     rt->collectives[i].bytes += double(count) * double(elementBytes(dtype));
     ++rt->collectives[i].calls;
     begin = deviceOps().profileMark();
   }
-  ~CollectiveTiming() {
+  ~Collective() {
     if (rt->profiling)
       rt->collectiveRecords.push_back(
           {index, begin, deviceOps().profileMark()});
   }
+
+  std::string what;
 
 private:
   loomrt_ctx *rt;
@@ -268,13 +280,10 @@ extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   int reduction, const void *in, void *out,
                                   int64_t count) {
-  std::string what = describe(
-      rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
-      numAxes, site);
-  CollectiveTiming timing(
-      rt, reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)", axes,
-      numAxes, dtype, count);
-  rt->transport->allReduce(rt, what, axes, numAxes, dtype, reduction, in, out,
+  Collective c(rt,
+               reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)",
+               axes, numAxes, site, dtype, count);
+  rt->transport->allReduce(rt, c.what, axes, numAxes, dtype, reduction, in, out,
                            count);
 }
 
@@ -282,10 +291,8 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   const void *in, void *out, int64_t outer,
                                   int64_t chunk) {
-  std::string what = describe(rt, "all_gather", axes, numAxes, site);
-  CollectiveTiming timing(rt, "all_gather", axes, numAxes, dtype,
-                          outer * chunk);
-  rt->transport->allGather(rt, what, axes, numAxes, dtype, in, out, outer,
+  Collective c(rt, "all_gather", axes, numAxes, site, dtype, outer * chunk);
+  rt->transport->allGather(rt, c.what, axes, numAxes, dtype, in, out, outer,
                            chunk);
 }
 
@@ -293,10 +300,9 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
                                       const int *axes, int numAxes, int dtype,
                                       int reduction, const void *in, void *out,
                                       int64_t outer, int64_t chunk) {
-  std::string what = describe(rt, "reduce_scatter", axes, numAxes, site);
-  CollectiveTiming timing(rt, "reduce_scatter", axes, numAxes, dtype,
-                          outer * chunk * groupSize(rt, axes, numAxes));
-  rt->transport->reduceScatter(rt, what, axes, numAxes, dtype, reduction, in,
+  Collective c(rt, "reduce_scatter", axes, numAxes, site, dtype,
+               outer * chunk * groupSize(rt, axes, numAxes));
+  rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction, in,
                                out, outer, chunk);
 }
 
@@ -314,12 +320,11 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
                                   const void *in, void *out, int rank,
                                   const int64_t *shape, int splitDim,
                                   int concatDim) {
-  std::string what = describe(rt, "all_to_all", axes, numAxes, site);
   AllToAll layout(groupSize(rt, axes, numAxes), rank, shape, splitDim,
                   concatDim);
-  CollectiveTiming timing(rt, "all_to_all", axes, numAxes, dtype,
-                          layout.pieceElements * layout.n);
-  rt->transport->allToAll(rt, what, axes, numAxes, dtype, in, out, layout);
+  Collective c(rt, "all_to_all", axes, numAxes, site, dtype,
+               layout.pieceElements * layout.n);
+  rt->transport->allToAll(rt, c.what, axes, numAxes, dtype, in, out, layout);
 }
 
 extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
@@ -327,37 +332,32 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
                                           int dtype, const void *in, void *out,
                                           int64_t count, const int64_t *pairs,
                                           int numPairs) {
-  std::string what = describe(rt, "collective_permute", axes, numAxes, site);
-  CollectiveTiming timing(rt, "collective_permute", axes, numAxes, dtype,
-                          count);
-  rt->transport->permute(rt, what, axes, numAxes, dtype, in, out, count, pairs,
-                         numPairs);
+  Collective c(rt, "collective_permute", axes, numAxes, site, dtype, count);
+  rt->transport->permute(rt, c.what, axes, numAxes, dtype, in, out, count,
+                         pairs, numPairs);
 }
 
 extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
                                  const int *axes, int numAxes, int dtype,
                                  const void *in, void *out, int64_t count,
                                  int64_t root) {
-  std::string what = describe(rt, "broadcast", axes, numAxes, site);
-  CollectiveTiming timing(rt, "broadcast", axes, numAxes, dtype, count);
-  rt->transport->broadcast(rt, what, axes, numAxes, dtype, in, out, count,
+  Collective c(rt, "broadcast", axes, numAxes, site, dtype, count);
+  rt->transport->broadcast(rt, c.what, axes, numAxes, dtype, in, out, count,
                            root);
 }
 
 extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, const void *in,
                             int64_t count) {
-  std::string what = describe(rt, "send", &axis, 1, site);
-  CollectiveTiming timing(rt, "send", &axis, 1, dtype, count);
-  rt->transport->send(rt, what, axis, offset, dtype, in, count);
+  Collective c(rt, "send", &axis, 1, site, dtype, count);
+  rt->transport->send(rt, c.what, axis, offset, dtype, in, count);
 }
 
 extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, void *out,
                             int64_t count) {
-  std::string what = describe(rt, "recv", &axis, 1, site);
-  CollectiveTiming timing(rt, "recv", &axis, 1, dtype, count);
-  rt->transport->recv(rt, what, axis, offset, dtype, out, count);
+  Collective c(rt, "recv", &axis, 1, site, dtype, count);
+  rt->transport->recv(rt, c.what, axis, offset, dtype, out, count);
 }
 
 AllToAll::AllToAll(int64_t n, int rank, const int64_t *shape, int splitDim,
@@ -890,12 +890,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   rt->worldRank = rank;
   rt->worldSize = size;
   rt->timeout = options.timeout;
-  rt->coords.resize(size_t(model->num_axes));
-  int64_t rest = rank;
-  for (int a = model->num_axes - 1; a >= 0; --a) {
-    rt->coords[size_t(a)] = rest % model->axis_sizes[a];
-    rest /= model->axis_sizes[a];
-  }
+  rt->coords = coordinatesOf(*model, rank);
   bool leader = rank == 0;
   const DeviceOps &device = deviceOps();
   device.bind(rt, localIndex, options.loopback ? size : 1);

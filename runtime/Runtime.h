@@ -102,7 +102,11 @@ double now();
 std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *dtypeText(int dtype);
 
-/// "rank 3 (dp=1, tp=1)".
+/// A world rank's mesh coordinates (row-major over the mesh's axes).
+std::vector<int64_t> coordinatesOf(const loomrt_model &model, int64_t rank);
+/// "rank 3 (dp=1, tp=1)" for any world rank of the model's mesh.
+std::string positionOf(const loomrt_model &model, int64_t rank);
+/// The same for this rank.
 std::string meshPosition(const loomrt_ctx *rt);
 /// "[dp, tp]".
 std::string axesText(const loomrt_ctx *rt, const int *axes, int numAxes);

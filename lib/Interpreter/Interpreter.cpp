@@ -794,21 +794,9 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
 LogicalResult loom::interpretModel(ModuleOp module,
                                    const InterpretOptions &options,
                                    llvm::raw_ostream &os) {
-  SmallVector<func::FuncOp> models;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(LoomDialect::kModelAttrName))
-      models.push_back(func);
-  if (models.empty())
-    return module.emitError()
-           << "--interpret runs one model; the file defines none";
-  if (models.size() > 1) {
-    InFlightDiagnostic error =
-        models[1].emitError()
-        << "--interpret runs one model, but this file defines " << models.size()
-        << "; keep one per file";
-    error.attachNote(models[0].getLoc()) << "the first model is here";
-    return error;
-  }
-  Interpreter interpreter(models[0], options);
+  FailureOr<Operation *> model = findSingleModel(module, "--interpret");
+  if (failed(model))
+    return failure();
+  Interpreter interpreter(cast<func::FuncOp>(*model), options);
   return interpreter.run(os);
 }

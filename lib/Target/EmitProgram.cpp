@@ -98,6 +98,20 @@ SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
+/// The element stride of a row-major `shape` along each dimension of a
+/// `rank`-dimensional iteration space it broadcasts to (numpy rules: aligned
+/// at the right; 0 where it has no such dimension or size 1).
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape, int rank) {
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  SmallVector<int64_t> perDim(rank, 0);
+  for (int d = 0; d < rank; ++d) {
+    int dim = d - (rank - int(shape.size()));
+    if (dim >= 0 && shape[dim] != 1)
+      perDim[d] = strides[dim];
+  }
+  return perDim;
+}
+
 class ProgramEmitter {
 public:
   ProgramEmitter(ModuleOp module, func::FuncOp model, MeshOp mesh,
@@ -223,6 +237,9 @@ private:
   }
 
   LogicalResult emitBlock(Block &block);
+  /// Opens a `{ // where` scope of the step declaring a typed pointer per
+  /// input; returns their names (the caller closes the scope).
+  SmallVector<std::string> openInputScope(StringRef where, ValueRange inputs);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitConstant(ConstantOp op);
   LogicalResult emitElementwise(Operation *op, ValueRange inputs,
@@ -479,13 +496,7 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   SmallVector<std::string> inIndex;
   for (Value input : inputs) {
     ArrayRef<int64_t> inShape = tensorType(input).getShape();
-    SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
-    SmallVector<int64_t> perDim(rank, 0);
-    for (int d = 0; d < rank; ++d) {
-      int inDim = d - (rank - int(inShape.size()));
-      if (inDim >= 0 && inShape[inDim] != 1)
-        perDim[d] = inStrides[inDim];
-    }
+    SmallVector<int64_t> perDim = broadcastStrides(inShape, rank);
     inIndex.push_back(linear(perDim));
   }
   Type element = tensorType(result).getElementType();
@@ -590,15 +601,8 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   // thread_local: in loopback mode every rank runs this code on its thread.
   globalsOs << "static thread_local " << accType << " " << accumulators << "["
             << outCount << "];\n";
-  line() << "{ // " << where << "\n";
-  int scopeIndent = indent++;
-  SmallVector<std::string> inNames;
-  for (Value input : inputs) {
-    std::string name = fresh("in");
-    line() << "const " << storageType(tensorType(input).getElementType())
-           << " *" << name << " = " << typed(input, true) << ";\n";
-    inNames.push_back(name);
-  }
+  int scopeIndent = indent;
+  SmallVector<std::string> inNames = openInputScope(where, inputs);
   line() << resultType << " *out = " << typed(result, false) << ";\n";
   line() << "for (int64_t o = 0; o < " << outCount << "; ++o) " << accumulators
          << "[o] = " << init << ";\n";
@@ -646,13 +650,7 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
   bool flat = true;
   for (Value input : inputs) {
     ArrayRef<int64_t> inShape = tensorType(input).getShape();
-    SmallVector<int64_t> inStrides = rowMajorStrides(inShape);
-    SmallVector<int64_t> perDim(rank, 0);
-    for (int d = 0; d < rank; ++d) {
-      int inDim = d - (rank - int(inShape.size()));
-      if (inDim >= 0 && inShape[inDim] != 1)
-        perDim[d] = inStrides[inDim];
-    }
+    SmallVector<int64_t> perDim = broadcastStrides(inShape, rank);
     bool full =
         perDim == ArrayRef<int64_t>(outStrides) || product(inShape) == count;
     bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
@@ -711,15 +709,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     return success();
   }
 
-  line() << "{ // " << where << "\n";
-  int scopeIndent = indent++;
-  SmallVector<std::string> inNames;
-  for (Value input : inputs) {
-    std::string name = fresh("in");
-    line() << "const " << storageType(tensorType(input).getElementType())
-           << " *" << name << " = " << typed(input, true) << ";\n";
-    inNames.push_back(name);
-  }
+  int scopeIndent = indent;
+  SmallVector<std::string> inNames = openInputScope(where, inputs);
   line() << storageType(tensorType(result).getElementType())
          << " *out = " << typed(result, false) << ";\n";
   if (flat) {
@@ -1247,6 +1238,20 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
                       op->getName().getStringRef() + " yet");
 }
 
+SmallVector<std::string> ProgramEmitter::openInputScope(StringRef where,
+                                                        ValueRange inputs) {
+  line() << "{ // " << where << "\n";
+  ++indent;
+  SmallVector<std::string> names;
+  for (Value input : inputs) {
+    std::string name = fresh("in");
+    line() << "const " << storageType(tensorType(input).getElementType())
+           << " *" << name << " = " << typed(input, true) << ";\n";
+    names.push_back(name);
+  }
+  return names;
+}
+
 LogicalResult ProgramEmitter::emitBlock(Block &block) {
   for (Operation &op : block) {
     auto kernel = kernelIndex.find(&op);
@@ -1458,27 +1463,15 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
 
 LogicalResult loom::emitProgram(ModuleOp module, StringRef source,
                                 Target target, raw_ostream &os) {
-  SmallVector<func::FuncOp> models;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(LoomDialect::kModelAttrName))
-      models.push_back(func);
-  if (models.empty())
-    return module.emitError()
-           << "an executable runs one model; the file defines none";
-  if (models.size() > 1) {
-    InFlightDiagnostic error =
-        models[1].emitError()
-        << "an executable runs one model, but this file defines "
-        << models.size() << "; keep one per file";
-    error.attachNote(models[0].getLoc()) << "the first model is here";
-    return error;
-  }
+  FailureOr<Operation *> model = findSingleModel(module, "an executable");
+  if (failed(model))
+    return failure();
   SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
   if (meshes.size() > 1)
     return module.emitError() << "an executable runs on one mesh; the file "
                                  "declares "
                               << meshes.size();
-  ProgramEmitter emitter(module, models[0],
+  ProgramEmitter emitter(module, cast<func::FuncOp>(*model),
                          meshes.empty() ? MeshOp() : meshes[0], source, target);
   return emitter.emit(os);
 }

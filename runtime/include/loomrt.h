@@ -2,8 +2,9 @@
  *
  * Generated per-rank programs describe their model (mesh, parameters,
  * inputs, outputs, arena size) in a `loomrt_model` and hand it to
- * `loomrt_main`, which owns everything that is not the step itself: MPI,
- * options, the arena, initial values, tensor I/O, timing and the watchdog.
+ * `loomrt_main`, which owns everything that is not the step itself: the
+ * ranks and how they reach each other (MPI, NCCL or loopback), options,
+ * the arena, initial values, tensor I/O, timing and the watchdog.
  * The step calls back into the runtime for collectives and for the kernels
  * that are not generated inline (GEMMs through BLAS, row reductions).
  *
@@ -99,8 +100,9 @@ void loomrt_kernel_end(loomrt_ctx *rt, int kernel);
 /* The CUDA backend's stream for this rank (a cudaStream_t). */
 void *loomrt_stream(loomrt_ctx *rt);
 
-/* Runs the model as an MPI program with the executable's options (--help
- * lists them) and returns the process exit code. */
+/* Runs the model with the executable's options (--help lists them): one
+ * rank per process under mpirun, or every rank as a thread of this process
+ * with --loopback. Returns the process exit code. */
 int loomrt_main(int argc, char **argv, const loomrt_model *model);
 
 /* This rank's index in the group over `axes` (row-major, in the order given). */

@@ -186,3 +186,23 @@ int64_t loom::syntheticIdBound(Value input) {
   }
   return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;
 }
+
+FailureOr<Operation *> loom::findSingleModel(ModuleOp module,
+                                             StringRef runner) {
+  SmallVector<Operation *> models;
+  for (Operation &op : module.getBody()->getOperations())
+    if (op.hasAttr(LoomDialect::kModelAttrName))
+      models.push_back(&op);
+  if (models.empty())
+    return module.emitError()
+           << runner << " runs one model; the file defines none";
+  if (models.size() > 1) {
+    InFlightDiagnostic error = models[1]->emitError()
+                               << runner << " runs one model, but this file "
+                               << "defines " << models.size()
+                               << "; keep one per file";
+    error.attachNote(models[0]->getLoc()) << "the first model is here";
+    return error;
+  }
+  return models[0];
+}

@@ -8,8 +8,9 @@
 #define LOOM_DIALECT_LOOM_IR_SHARDING_H
 
 #include "dialects/loom/IR/LoomAttrs.h"
-#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Operation.h"
 
 #include <string>
@@ -60,6 +61,12 @@ mlir::RankedTensorType getLocalType(mlir::RankedTensorType type,
 /// 16 when it indexes none. The executables and `loomc --interpret` must
 /// agree on it, for the global program and the per-device one alike.
 int64_t syntheticIdBound(mlir::Value input);
+
+/// The one model of `module` for a tool that runs one (`runner`: "an
+/// executable", "--interpret"); an error at the module when there is none,
+/// and at the second model, with a note at the first, when there are more.
+mlir::FailureOr<mlir::Operation *> findSingleModel(mlir::ModuleOp module,
+                                                   llvm::StringRef runner);
 
 /// `[{"dp"}, {}, {"tp"}]` with `partial = sum("tp")` when partial: the
 /// sharding without its mesh, for messages.
