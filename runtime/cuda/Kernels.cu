@@ -18,6 +18,7 @@
 #include "runtime/Elements.h"
 #include "runtime/GemmPlan.h"
 #include "runtime/Runtime.h"
+#include "runtime/SplitBf16.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -1168,15 +1169,29 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
 //--- Fused attention ---------------------------------------------------------
 // One block per 64 queries of one batch entry: scores of a 64 x 64 tile on
 // the tensor cores (bf16/f16 products, f32 accumulation, as cuBLAS computes
-// them), an online softmax in f32, and the probabilities times V in f32 on
-// the CUDA cores, so that the probabilities are never rounded and the
-// result is rounded once (docs/language.md 11.2). Scores never reach global
-// memory. Head dimensions up to 64; opt-in with LOOMRT_FAST_KERNELS=1 until
-// a GPU has checked it.
+// them), an online softmax in f32, then the probabilities times V. Scores
+// never reach global memory, and the probabilities are never rounded
+// (docs/language.md 11.2): for bf16, each is split exactly into three bf16
+// terms (runtime/SplitBf16.h), whose products with V on the tensor cores are
+// exact and summed in f32; f16's range cannot hold such a split, so f16
+// multiplies in f32 on the CUDA cores. The result is rounded once. Head
+// dimensions up to 64; opt-in with LOOMRT_FAST_KERNELS=1 until a GPU has
+// checked it.
 
 constexpr int kTile = 64;        // queries per block and keys per step
 constexpr int kHead = 64;        // the largest head dimension (e and f)
 constexpr int kScoreStride = 68; // floats per score row (fewer bank conflicts)
+constexpr int kSplitTerms = 3;   // bf16 terms per probability
+
+// Dynamic shared memory, every part a multiple of 32 bytes (WMMA's pointer
+// alignment): queries, keys and values (kTile x kHead each), scores (f32,
+// later the tile's P·V), the probabilities' bf16 terms, and per-row max,
+// sum and rescale factor. 67,328 bytes: over the 48 KB a block gets unasked.
+constexpr size_t kTileBytes = kTile * kHead * sizeof(uint16_t);
+constexpr size_t kScoreBytes = kTile * kScoreStride * sizeof(float);
+constexpr size_t kAttentionSharedBytes = 3 * kTileBytes + kScoreBytes +
+                                         kSplitTerms * kTileBytes +
+                                         3 * kTile * sizeof(float);
 
 template <int Dtype> struct WmmaType;
 template <> struct WmmaType<LOOMRT_BF16> { using type = __nv_bfloat16; };
@@ -1187,12 +1202,17 @@ __global__ void __launch_bounds__(128)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
                          const uint16_t *v, uint16_t *out, int64_t s, int64_t t,
                          int e, int f, int causal, float scale) {
+  using namespace nvcuda;
   using Element = typename WmmaType<Dtype>::type;
-  __shared__ __align__(32) uint16_t queries[kTile * kHead];
-  __shared__ __align__(32) uint16_t keys[kTile * kHead];
-  __shared__ __align__(32) uint16_t values[kTile * kHead];
-  __shared__ __align__(32) float scores[kTile * kScoreStride];
-  __shared__ float rowMax[kTile], rowSum[kTile], rowScale[kTile];
+  extern __shared__ __align__(128) unsigned char attentionShared[];
+  uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
+  uint16_t *keys = queries + kTile * kHead;
+  uint16_t *values = keys + kTile * kHead;
+  float *scores = reinterpret_cast<float *>(values + kTile * kHead);
+  uint16_t *terms = reinterpret_cast<uint16_t *>(scores + kTile * kScoreStride);
+  float *rowMax =
+      reinterpret_cast<float *>(terms + kSplitTerms * kTile * kTile);
+  float *rowSum = rowMax + kTile, *rowScale = rowSum + kTile;
 
   const int64_t b = blockIdx.y, q0 = int64_t(blockIdx.x) * kTile;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -1215,7 +1235,7 @@ __global__ void __launch_bounds__(128)
       acc[i][c] = 0.0f;
 
   int64_t lastKey = causal ? min(t, q0 + kTile) : t;
-  int eSteps = (e + 15) / 16;
+  const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
   for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
     __syncthreads(); // the previous step is done with keys, values, scores
     for (int i = tid; i < kTile * kHead; i += blockDim.x) {
@@ -1227,7 +1247,6 @@ __global__ void __launch_bounds__(128)
     __syncthreads();
     // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile.
     {
-      using namespace nvcuda;
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
       for (int c = 0; c < 4; ++c)
         wmma::fill_fragment(tile[c], 0.0f);
@@ -1292,18 +1311,63 @@ __global__ void __launch_bounds__(128)
       for (int c = 0; c < 8; ++c)
         acc[i][c] *= factor;
     }
-    for (int j = 0; j < kTile; ++j) {
-      float value[8], p[4];
-      for (int c = 0; c < 8; ++c) {
-        uint16_t bits = values[j * kHead + colGroup * 8 + c];
-        value[c] = Dtype == LOOMRT_BF16 ? loomrt_bf16_to_f32(bits)
-                                        : loomrt_f16_to_f32(bits);
+    if constexpr (Dtype == LOOMRT_BF16) {
+      for (int i = tid; i < kTile * kTile; i += blockDim.x) {
+        uint16_t split[kSplitTerms];
+        loomrt_split_bf16x3(scores[(i / kTile) * kScoreStride + i % kTile],
+                            split);
+        for (int term = 0; term < kSplitTerms; ++term)
+          terms[term * kTile * kTile + i] = split[term];
       }
-      for (int i = 0; i < 4; ++i)
-        p[i] = scores[(rowGroup * 4 + i) * kScoreStride + j];
+      __syncthreads(); // every probability is split: scores is free
+      // Warp w: rows 16w..16w+15 of this tile's P V, over all three terms.
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> product[4];
+      for (int c = 0; c < 4; ++c)
+        wmma::fill_fragment(product[c], 0.0f);
+      for (int term = 0; term < kSplitTerms; ++term)
+        for (int step = 0; step < kTile / 16; ++step) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major>
+              a;
+          wmma::load_matrix_sync(a,
+                                 reinterpret_cast<const Element *>(terms) +
+                                     term * kTile * kTile + warp * 16 * kTile +
+                                     step * 16,
+                                 kTile);
+          // A constant bound keeps the fragments in registers.
+          for (int c = 0; c < 4; ++c) {
+            if (c >= fTiles)
+              continue;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, wmma::row_major>
+                bv;
+            wmma::load_matrix_sync(bv,
+                                   reinterpret_cast<const Element *>(values) +
+                                       step * 16 * kHead + c * 16,
+                                   kHead);
+            wmma::mma_sync(product[c], a, bv, product[c]);
+          }
+        }
+      for (int c = 0; c < 4; ++c)
+        if (c < fTiles)
+          wmma::store_matrix_sync(scores + warp * 16 * kScoreStride + c * 16,
+                                  product[c], kScoreStride,
+                                  wmma::mem_row_major);
+      __syncthreads();
       for (int i = 0; i < 4; ++i)
         for (int c = 0; c < 8; ++c)
-          acc[i][c] += p[i] * value[c];
+          if (colGroup * 8 + c < fTiles * 16)
+            acc[i][c] +=
+                scores[(rowGroup * 4 + i) * kScoreStride + colGroup * 8 + c];
+    } else {
+      for (int j = 0; j < kTile; ++j) {
+        float value[8], p[4];
+        for (int c = 0; c < 8; ++c)
+          value[c] = loomrt_f16_to_f32(values[j * kHead + colGroup * 8 + c]);
+        for (int i = 0; i < 4; ++i)
+          p[i] = scores[(rowGroup * 4 + i) * kScoreStride + j];
+        for (int i = 0; i < 4; ++i)
+          for (int c = 0; c < 8; ++c)
+            acc[i][c] += p[i] * value[c];
+      }
     }
   }
   __syncthreads();
@@ -1324,26 +1388,56 @@ __global__ void __launch_bounds__(128)
   }
 }
 
+/// Whether this device gives a block the fused attention's shared memory,
+/// asking for it once per kernel (the first call runs before any capture).
+template <int Dtype> bool fusedAttentionFits() {
+  static const bool fits = [] {
+    int device = 0, optIn = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                               device) != cudaSuccess ||
+        size_t(optIn) < kAttentionSharedBytes)
+      return false;
+    check(cudaFuncSetAttribute(fusedAttentionKernel<Dtype>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               int(kAttentionSharedBytes)),
+          "fused attention's shared memory");
+    return true;
+  }();
+  return fits;
+}
+
+template <int Dtype>
+bool launchFusedAttention(Device &d, const void *q, const void *k,
+                          const void *v, void *out, int64_t batch, int64_t s,
+                          int64_t t, int64_t e, int64_t f, int causal,
+                          double scale) {
+  if (!fusedAttentionFits<Dtype>())
+    return false;
+  dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(batch));
+  fusedAttentionKernel<Dtype><<<grid, 128, kAttentionSharedBytes, d.stream>>>(
+      static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
+      static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), s, t,
+      int(e), int(f), causal, float(scale));
+  check(cudaGetLastError(), "fused attention");
+  return true;
+}
+
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
                                  const void *v, void *out, int64_t batch,
                                  int64_t s, int64_t t, int64_t e, int64_t f,
                                  int causal, double scale) {
   Device &d = device();
-  if (fastKernels() && (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) &&
-      e <= kHead && f <= kHead && batch <= 65535 && s > 0 && t > 0) {
-    dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(batch));
-    auto *qs = static_cast<const uint16_t *>(q);
-    auto *ks = static_cast<const uint16_t *>(k);
-    auto *vs = static_cast<const uint16_t *>(v);
-    auto *os = static_cast<uint16_t *>(out);
-    if (dtype == LOOMRT_BF16)
-      fusedAttentionKernel<LOOMRT_BF16><<<grid, 128, 0, d.stream>>>(
-          qs, ks, vs, os, s, t, int(e), int(f), causal, float(scale));
-    else
-      fusedAttentionKernel<LOOMRT_F16><<<grid, 128, 0, d.stream>>>(
-          qs, ks, vs, os, s, t, int(e), int(f), causal, float(scale));
-    check(cudaGetLastError(), "fused attention");
-    return;
+  if (fastKernels() && e <= kHead && f <= kHead && batch <= 65535 && s > 0 &&
+      t > 0) {
+    if (dtype == LOOMRT_BF16 &&
+        launchFusedAttention<LOOMRT_BF16>(d, q, k, v, out, batch, s, t, e, f,
+                                          causal, scale))
+      return;
+    if (dtype == LOOMRT_F16 &&
+        launchFusedAttention<LOOMRT_F16>(d, q, k, v, out, batch, s, t, e, f,
+                                         causal, scale))
+      return;
   }
   // scores[b] = scale * q[b] k[b]^T in f32 (row-major S x T): in cuBLAS's
   // column-major terms, scores^T = k q^T.

@@ -1,0 +1,35 @@
+//===- SplitBf16.h - An f32 as the exact sum of three bf16 values -*- C++
+//-*-===//
+//
+// The fused CUDA attention multiplies its f32 probabilities by bf16 values
+// on the tensor cores, which take bf16 operands only. docs/language.md
+// (11.2) does not allow rounding the probabilities, so each is split into
+// three bf16 terms whose sum is exactly the f32 value: bf16 keeps 8 of f32's
+// 24 significand bits and the same exponent range, so three terms hold all
+// 24. Each term times a bf16 value is exact in f32 (8 x 8 bits), so the three
+// products summed in f32 differ from the f32 products only in the order of
+// the additions, which the language leaves open.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_SPLITBF16_H
+#define LOOM_RUNTIME_SPLITBF16_H
+
+#include "loomrt.h"
+
+/// Writes terms[0..2] (bf16 bits, largest first) with
+/// terms[0] + terms[1] + terms[2] == x exactly for x == 0 and for
+/// 2^-110 <= |x| <= 2^127. Below, the last term would need bits under bf16's
+/// smallest subnormal (2^-133); above, the first may round to infinity. An
+/// infinity or a NaN is the first term, with zeros after it.
+LOOMRT_INLINE void loomrt_split_bf16x3(float x, uint16_t terms[3]) {
+  float rest = x;
+  for (int term = 0; term < 3; ++term) {
+    terms[term] = loomrt_f32_to_bf16(rest);
+    bool finite = (terms[term] & 0x7f80u) != 0x7f80u;
+    // Exact: rest and its rounding share all but the rounded-off bits.
+    rest = finite ? rest - loomrt_bf16_to_f32(terms[term]) : 0.0f;
+  }
+}
+
+#endif // LOOM_RUNTIME_SPLITBF16_H
