@@ -316,6 +316,22 @@ public:
     mailChanged.notify_all();
   }
 
+  /// After the run's last barrier every send has been made, so a message
+  /// still unread was sent to a rank that never received it (MPI would
+  /// leave it pending and say nothing).
+  void finish(loomrt_ctx *rt) override {
+    std::lock_guard<std::mutex> lock(mailMutex);
+    for (const auto &[key, channel] : channels)
+      if (std::get<2>(key) == worldRank(rt) && channel.unread)
+        abortJob(rt,
+                 format("%s: %s sent a message (%s) that %s never received",
+                        channel.message.what.c_str(),
+                        positionOf(mesh, std::get<1>(key)).c_str(),
+                        channel.message.signature.c_str(),
+                        positionOf(mesh, std::get<2>(key)).c_str()),
+                 3);
+  }
+
   [[noreturn]] void abort(loomrt_ctx *, int code) override { _exit(code); }
 
 private:

@@ -11,6 +11,10 @@
 //   run it with mpirun -np X*Y, or alone with --loopback.
 //   LOOMRT_CHECK_DIVERGE=R makes rank R skip the first collective (to test
 //   the messages of a job whose ranks disagree).
+//   LOOMRT_CHECK_SEND=R:short|skip|twice|unread makes rank R's first send
+//   shorter, left out or made twice; `unread` makes it twice and has its
+//   receiver skip the receive (to test the loopback mode's send/recv
+//   messages).
 //
 // Rank 0 prints one line per check; a wrong result ends the job through
 // loomrt_fail, naming the collective, the rank and the first wrong element.
@@ -20,6 +24,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -230,6 +235,14 @@ void step(loomrt_ctx *rt, char *arena) {
     }
   }
   // send / recv around each axis as a ring: every rank sends, then receives.
+  std::string faultKind, sendFault;
+  int64_t faultyRank = -1;
+  if (const char *fault = getenv("LOOMRT_CHECK_SEND"))
+    if (const char *colon = strchr(fault, ':')) {
+      faultyRank = atoll(fault);
+      faultKind = colon + 1;
+      sendFault = faultyRank == me ? faultKind : "";
+    }
   for (int axis = 0; axis < 2; ++axis)
     for (int64_t offset : {int64_t(1), int64_t(-1)}) {
       std::vector<int64_t> coords = coordsOf(me);
@@ -238,7 +251,14 @@ void step(loomrt_ctx *rt, char *arena) {
           ((coords[size_t(axis)] - offset) % size + size) % size;
       int64_t from = coords[0] * meshSizes[1] + coords[1];
       c.put(LOOMRT_F32, in, 24, [&](int64_t i) { return valueOf(me, i); });
-      loomrt_send(rt, "send", axis, offset, LOOMRT_F32, arena + in, 24);
+      bool first = axis == 0 && offset == 1;
+      if (!(first && sendFault == "skip"))
+        loomrt_send(rt, "send", axis, offset, LOOMRT_F32, arena + in,
+                    first && sendFault == "short" ? 23 : 24);
+      if (first && (sendFault == "twice" || sendFault == "unread"))
+        loomrt_send(rt, "send", axis, offset, LOOMRT_F32, arena + in, 24);
+      if (first && from == faultyRank && faultKind == "unread")
+        continue;
       loomrt_recv(rt, "recv", axis, -offset, LOOMRT_F32, arena + out, 24);
       c.expect(std::string("send/recv offset ") + std::to_string(offset) +
                    " along " + axisNames[axis],
