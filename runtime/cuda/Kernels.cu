@@ -1197,11 +1197,36 @@ template <int Dtype> struct WmmaType;
 template <> struct WmmaType<LOOMRT_BF16> { using type = __nv_bfloat16; };
 template <> struct WmmaType<LOOMRT_F16> { using type = __half; };
 
+/// Rows first..first+63 of a [rows, width] matrix into a kTile x kHead
+/// tile, zero beyond `rows` and `width`. Full-width rows (128 bytes) of
+/// 16-byte aligned matrices move as eight 16-byte packs per row.
+__device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
+                                  int64_t first, int64_t rows, int width,
+                                  bool packs) {
+  if (packs) {
+    constexpr int kPacks = kHead / 8;
+    for (int i = threadIdx.x; i < kTile * kPacks; i += blockDim.x) {
+      int64_t row = first + i / kPacks;
+      uint4 pack = make_uint4(0, 0, 0, 0);
+      if (row < rows)
+        pack =
+            reinterpret_cast<const uint4 *>(matrix + row * kHead)[i % kPacks];
+      reinterpret_cast<uint4 *>(tile)[i] = pack;
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < kTile * kHead; i += blockDim.x) {
+    int64_t row = first + i / kHead;
+    int col = i % kHead;
+    tile[i] = row < rows && col < width ? matrix[row * width + col] : 0;
+  }
+}
+
 template <int Dtype>
 __global__ void __launch_bounds__(128)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
                          const uint16_t *v, uint16_t *out, int64_t s, int64_t t,
-                         int e, int f, int causal, float scale) {
+                         int e, int f, int causal, float scale, bool packs) {
   using namespace nvcuda;
   using Element = typename WmmaType<Dtype>::type;
   extern __shared__ __align__(128) unsigned char attentionShared[];
@@ -1219,10 +1244,7 @@ __global__ void __launch_bounds__(128)
   const uint16_t *qb = q + b * s * e, *kb = k + b * t * e, *vb = v + b * t * f;
 
   // This block's queries, zero beyond s and beyond e.
-  for (int i = tid; i < kTile * kHead; i += blockDim.x) {
-    int row = i / kHead, col = i % kHead;
-    queries[i] = q0 + row < s && col < e ? qb[(q0 + row) * e + col] : 0;
-  }
+  loadAttentionTile(queries, qb, q0, s, e, packs);
   if (tid < kTile) {
     rowMax[tid] = -INFINITY;
     rowSum[tid] = 0.0f;
@@ -1238,12 +1260,8 @@ __global__ void __launch_bounds__(128)
   const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
   for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
     __syncthreads(); // the previous step is done with keys, values, scores
-    for (int i = tid; i < kTile * kHead; i += blockDim.x) {
-      int row = i / kHead, col = i % kHead;
-      bool key = k0 + row < t;
-      keys[i] = key && col < e ? kb[(k0 + row) * e + col] : 0;
-      values[i] = key && col < f ? vb[(k0 + row) * f + col] : 0;
-    }
+    loadAttentionTile(keys, kb, k0, t, e, packs);
+    loadAttentionTile(values, vb, k0, t, f, packs);
     __syncthreads();
     // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile.
     {
@@ -1418,7 +1436,8 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   fusedAttentionKernel<Dtype><<<grid, 128, kAttentionSharedBytes, d.stream>>>(
       static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
       static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), s, t,
-      int(e), int(f), causal, float(scale));
+      int(e), int(f), causal, float(scale),
+      e == kHead && f == kHead && aligned16(q) && aligned16(k) && aligned16(v));
   check(cudaGetLastError(), "fused attention");
   return true;
 }
