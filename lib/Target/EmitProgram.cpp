@@ -15,6 +15,7 @@
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/IR/Sharding.h"
 #include "dialects/loom/Transforms/Explain.h"
+#include "dialects/loom/Transforms/Views.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -734,6 +735,20 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 // Contractions
 //===----------------------------------------------------------------------===//
 
+/// The buffer a contraction reads `operand` from, and the operand's strides
+/// in it: a transpose view (Views.h) is its input with permuted strides.
+std::pair<Value, SmallVector<int64_t>> contractionOperand(Value operand) {
+  auto transpose = operand.getDefiningOp<TransposeOp>();
+  if (!transpose || !isTransposeView(transpose))
+    return {operand, rowMajorStrides(tensorType(operand).getShape())};
+  SmallVector<int64_t> inputStrides =
+      rowMajorStrides(tensorType(transpose.getInput()).getShape());
+  SmallVector<int64_t> strides;
+  for (int64_t dim : transpose.getPerm())
+    strides.push_back(inputStrides[dim]);
+  return {transpose.getInput(), strides};
+}
+
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
   // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
@@ -743,9 +758,10 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   StringRef aLetters = inputs.split(',').first,
             bLetters = inputs.split(',').second;
   ArrayRef<int64_t> aShape = tensorType(a).getShape();
-  SmallVector<int64_t> aStrides = rowMajorStrides(aShape);
+  auto [aStorage, aStrides] = contractionOperand(a);
   ArrayRef<int64_t> bShape = b ? tensorType(b).getShape() : ArrayRef<int64_t>();
-  SmallVector<int64_t> bStrides = rowMajorStrides(bShape);
+  auto [bStorage, bStrides] =
+      b ? contractionOperand(b) : std::pair<Value, SmallVector<int64_t>>();
   ArrayRef<int64_t> oShape = tensorType(out).getShape();
   SmallVector<int64_t> oStrides = rowMajorStrides(oShape);
   auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
@@ -813,9 +829,10 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
             << ",\n    "
             << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides)
             << "};\n";
-  line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
-         << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
-         << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
+  line() << "loomrt_contract(rt, &" << name << ", " << pointer(aStorage) << ", "
+         << (b ? pointer(bStorage) : "nullptr") << ", " << pointer(out)
+         << "); // " << op->getName() << " at " << formatSourceLoc(op->getLoc())
+         << "\n";
   return success();
 }
 
@@ -1055,7 +1072,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   };
   auto shape = [](Value v) { return tensorType(v).getShape(); };
   auto where = [&]() { return formatSourceLoc(op->getLoc()); };
-  if (isa<ReshapeOp, ShardOp, YieldOp, func::ReturnOp>(op))
+  if (isa<ReshapeOp, ShardOp, YieldOp, func::ReturnOp>(op) ||
+      isTransposeView(op))
     return success(); // views, and terminators handled by their parents
   if (auto constant = dyn_cast<ConstantOp>(op))
     return emitConstant(constant);

@@ -9,6 +9,7 @@
 
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/Transforms/Passes.h"
+#include "dialects/loom/Transforms/Views.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
@@ -29,25 +30,6 @@ int64_t bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
   return tensor.getNumElements() * bits / 8;
-}
-
-/// A value whose storage is another value's (a view): reshape results,
-/// shard results, a repeat body's carried arguments (the repeat's buffer)
-/// and stacked slices (inside the stacked operand).
-Value viewedValue(Value value) {
-  if (auto result = dyn_cast<OpResult>(value)) {
-    if (isa<ReshapeOp, ShardOp>(result.getOwner()))
-      return result.getOwner()->getOperand(0);
-    return nullptr;
-  }
-  auto argument = cast<BlockArgument>(value);
-  auto repeat = dyn_cast<RepeatOp>(argument.getOwner()->getParentOp());
-  if (!repeat)
-    return nullptr;
-  unsigned index = argument.getArgNumber();
-  if (index < repeat.getCarried().size())
-    return repeat.getResult(index);
-  return repeat.getStacked()[index - repeat.getCarried().size()];
 }
 
 struct Buffer {

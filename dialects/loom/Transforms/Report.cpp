@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loom/Transforms/Explain.h"
+#include "dialects/loom/Transforms/Views.h"
 
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/Sharding.h"
@@ -107,7 +108,8 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
       if (isa<FusedOp>(op->getParentOp()))
         return WalkResult::skip();
       if (isa<CollectiveOpInterface, RepeatOp, ShardOp, ReshapeOp, YieldOp,
-              func::ReturnOp, ConstantOp, func::FuncOp>(op))
+              func::ReturnOp, ConstantOp, func::FuncOp>(op) ||
+          isTransposeView(op))
         return WalkResult::advance();
       KernelInfo info;
       info.op = op;

@@ -304,6 +304,26 @@ model Transpose(x: f32[B<dp>, S, D<tp>])
 }
 """)
 
+model("transpose-views")("""
+mesh m = [%MESH%]
+const B = 4, S = 6, D = 8, F = 4
+// Transposes read only by contractions are views of their input (no copy):
+// the right operand of a matmul, the left of a batched one, a 3-D
+// permutation into an einsum, one inside a repeat; xt is also read
+// element-wise, so it stays a copy.
+model TransposeViews(x: f32[B<dp>, S, D], w: f32[F, D<tp>])
+    -> (a: f32[B<dp>, S, F], b: f32[B<dp>, D, S], c: f32[S, B<dp>, F], d: f32[B<dp>, D, D], e: f32[B<dp>, S, D]) {
+  a = x @ transpose(w)
+  xt = transpose(x, [0, 2, 1])
+  c = einsum("bds,fd->sbf", xt, w)
+  d = transpose(x, [0, 2, 1]) @ x
+  e = einsum("sbd,de->bse", transpose(x, [1, 0, 2]), transpose(w) @ w)
+  h = x
+  h = repeat 2 as steps { relu(h @ transpose(transpose(w) @ w)) }
+  return a, xt * 2, c, d, e + 0 * h
+}
+""")
+
 model("concat-split")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8, D2 = 16, B2 = 16, S3 = 12

@@ -46,3 +46,22 @@ func.func @loop(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<3x16x16xf32>
   %6 = loom.add %1, %x : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
   return %6 : tensor<4x16xf32>
 }
+
+// -----
+
+// A transpose read only by contractions is a view (-1): the matmul reads its
+// input with permuted strides, so %w lives until the matmul. One also read
+// element-wise gets a buffer.
+// CHECK-LABEL: func.func @transpose_views
+// CHECK:       loom.transpose %arg1 {{.*}} {loom.offsets = array<i64: -1>}
+// CHECK:       loom.matmul {{.*}} {loom.offsets = array<i64: [[M:[0-9]+]]>}
+// CHECK:       loom.transpose %arg0 {{.*}} {loom.offsets = array<i64: {{[0-9]+}}>}
+// CHECK:       loom.relu
+func.func @transpose_views(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<6x8xf32> {loom.input = "w"}) -> (tensor<4x6xf32>, tensor<8x4xf32>) attributes {loom.model} {
+  %0 = loom.transpose %w perm = [1, 0] : tensor<6x8xf32> -> tensor<8x6xf32>
+  %1 = loom.matmul %x, %0 : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32>
+  %2 = loom.transpose %x perm = [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %3 = loom.relu %2 : tensor<8x4xf32>
+  %4 = loom.matmul %2, %1 : tensor<8x4xf32>, tensor<4x6xf32> -> tensor<8x6xf32>
+  return %1, %3 : tensor<4x6xf32>, tensor<8x4xf32>
+}
