@@ -276,10 +276,13 @@ public:
     waitForMail(
         rt, lock, [&] { return !channel.full; }, what,
         positionOf(mesh, to) + " never received the previous message");
+    if (channel.slot < 0)
+      channel.slot = kSendSlots + outgoing[worldRank(rt)]++;
+    int slot = channel.slot;
     lock.unlock();
-    void *staged = ops.staging(2, bytes);
+    void *staged = ops.staging(slot, bytes);
     ops.copy2d(staged, bytes, in, bytes, bytes, 1);
-    void *mark = ops.mark(2);
+    void *mark = ops.mark(slot);
     lock.lock();
     channel.message = {
         what, pointToPointSignature(dtype, count), staged, mark, {}};
@@ -309,8 +312,11 @@ public:
     if (message.mark)
       ops.waitFor(message.mark);
     ops.copy2d(out, bytes, message.data, bytes, bytes, 1);
-    // The sender's buffer is free once the copy is done.
-    ops.synchronize();
+    // The sender's buffer is free once the copy is done. A message to
+    // oneself needs no wait (one stream orders both), and must not wait: a
+    // one-rank step may be being captured into a CUDA graph.
+    if (from != worldRank(rt))
+      ops.synchronize();
     lock.lock();
     channel.full = false;
     mailChanged.notify_all();
@@ -436,7 +442,11 @@ private:
   struct Channel {
     Post message;
     bool full = false, unread = false;
+    /// The sender's staging slot and mark for this channel.
+    int slot = -1;
   };
+  /// Per sender: how many channels have a slot.
+  std::map<int, int> outgoing;
   std::mutex mailMutex;
   std::condition_variable mailChanged;
   std::map<std::tuple<int, int, int>, Channel> channels;
@@ -444,7 +454,7 @@ private:
 
 //--- The host's LoopbackOps: the work is done when it is issued -----------
 
-thread_local std::vector<char> hostStaging[3];
+thread_local std::map<int, std::vector<char>> hostStaging;
 
 template <typename T> T combine(int reduction, T a, T b) {
   if (reduction == LOOMRT_MAX)

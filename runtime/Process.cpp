@@ -271,6 +271,18 @@ extern "C" void loomrt_kernel_end(loomrt_ctx *rt, int kernel) {
     rt->records.push_back({kernel, rt->openMark, deviceOps().profileMark()});
 }
 
+void loomrt::runModelStep(loomrt_ctx *rt, const loomrt_model *model,
+                          char *arena) {
+  model->step(rt, arena);
+  rt->transport->endStep(rt);
+}
+
+bool loomrt::everyRank(loomrt_ctx *rt, bool mine, const std::string &what) {
+  double failed = mine ? 0.0 : 1.0;
+  rt->transport->reduceDoubles(rt, &failed, 1, true, what);
+  return failed == 0.0;
+}
+
 extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site,
                             const char *message) {
   abortJob(rt, std::string(site) + ": " + message, 5);
@@ -943,7 +955,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     if (device.runStep)
       device.runStep(rt, model, deviceArena, graphs && eagerSteps > 0);
     else
-      model->step(rt, deviceArena);
+      runModelStep(rt, model, deviceArena);
     ++eagerSteps;
     device.synchronize();
     if (device.afterStep)
@@ -976,6 +988,8 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     stepSeconds.push_back(now() - start);
     gemmTotal += rt->gemmSeconds;
   }
+  if (device.endSteps)
+    device.endSteps();
   if (deviceArena != arena)
     device.download(arena, deviceArena, arenaBytes);
 

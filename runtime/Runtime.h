@@ -23,12 +23,19 @@ class Transport;
 /// address space (runtime/Loopback.cpp). Everything is ordered after the
 /// calling rank's earlier work (its stream, on a GPU); a mark is how
 /// another rank orders its own work after it.
+/// The first staging slot and mark of outgoing messages (send): each
+/// channel, or each send held back for a group (NCCL), has its own, so a
+/// message is never overwritten before it is received.
+constexpr int kSendSlots = 2;
+
 struct LoopbackOps {
-  /// This rank's buffer `slot` (0..2), grown to at least `bytes`. Growing
-  /// first waits for the rank's work, so no peer still reads the old one.
+  /// This rank's buffer `slot` (0, 1: collectives; kSendSlots on: one per
+  /// outgoing message), grown to at least `bytes`. Growing first waits for
+  /// the rank's work, so no peer still reads the old one.
   void *(*staging)(int slot, size_t bytes);
-  /// Records this rank's work so far in mark `which` (0..2) and returns
-  /// it; null where work is done when it is issued (the host).
+  /// Records this rank's work so far in mark `which` (numbered as the
+  /// slots) and returns it; null where work is done when it is issued (the
+  /// host).
   void *(*mark)(int which);
   /// Orders this rank's later work after another rank's mark.
   void (*waitFor)(void *mark);
@@ -71,6 +78,10 @@ struct DeviceOps {
   /// with `capture` set); null where steps are plain calls.
   void (*runStep)(loomrt_ctx *rt, const loomrt_model *model, char *arena,
                   bool capture);
+  /// Called by each rank after its last step, before the transport
+  /// finishes: releases what the steps hold (a captured graph, whose NCCL
+  /// work keeps its communicators from being finalized); may be null.
+  void (*endSteps)();
   /// Called after every step (synchronised): deferred checks of the step's
   /// results, such as targets outside the vocabulary; may be null.
   void (*afterStep)(loomrt_ctx *rt);
@@ -87,6 +98,13 @@ struct DeviceOps {
                        std::string *how);
 };
 const DeviceOps &deviceOps();
+
+/// Runs the model's step on this rank, then its transport's endStep (what
+/// DeviceOps::runStep calls, captured or not).
+void runModelStep(loomrt_ctx *rt, const loomrt_model *model, char *arena);
+
+/// Whether `mine` holds on every rank (all ranks must call it together).
+bool everyRank(loomrt_ctx *rt, bool mine, const std::string &what);
 
 /// CUDA: whether the rank's stream is being captured into a graph (work
 /// cannot be waited for then).
@@ -195,6 +213,11 @@ public:
                     int64_t count) = 0;
   virtual void recv(loomrt_ctx *rt, const std::string &what, int axis,
                     int64_t offset, int dtype, void *out, int64_t count) = 0;
+
+  /// Called by each rank at the end of every step's work, before the step
+  /// is synchronised (inside a CUDA graph capture too): issues what the
+  /// transport held back.
+  virtual void endStep(loomrt_ctx *rt) {}
 
   /// Called by each rank after its last collective of the run.
   virtual void finish(loomrt_ctx *rt) {}

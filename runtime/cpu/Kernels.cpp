@@ -242,6 +242,7 @@ const DeviceOps &loomrt::deviceOps() {
                                 &hostLoopbackOps(),
                                 nullptr,
                                 nullptr,
+                                nullptr,
                                 hostMark,
                                 hostSeconds,
                                 [] { hostMarks().clear(); },

@@ -61,9 +61,9 @@ struct Device {
   void *scratch[6] = {nullptr};
   size_t scratchBytes[6] = {0};
   /// The loopback mode's staging buffers and marks.
-  void *staging[3] = {nullptr};
-  size_t stagingBytes[3] = {0};
-  cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
+  std::vector<void *> staging;
+  std::vector<size_t> stagingBytes;
+  std::vector<cudaEvent_t> marks;
 };
 
 /// The calling rank's device state (a rank is a thread).
@@ -444,7 +444,10 @@ extern "C" void loomrt_constant(loomrt_ctx *, void *dst, const void *src,
   if (!copy) {
     check(cudaMalloc(&copy, size_t(bytes ? bytes : 1)),
           "allocating a constant");
-    check(cudaMemcpy(copy, src, size_t(bytes), cudaMemcpyHostToDevice),
+    // On the step's stream: a pageable copy on the legacy stream may still
+    // be in flight when cudaMemcpy returns, unordered with this stream.
+    check(cudaMemcpyAsync(copy, src, size_t(bytes), cudaMemcpyHostToDevice,
+                          device().stream),
           "uploading a constant");
   }
   check(cudaMemcpyAsync(dst, copy, size_t(bytes), cudaMemcpyDeviceToDevice,
@@ -529,8 +532,9 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
     thread_local float *deviceOne = nullptr;
     if (!deviceOne) {
       check(cudaMalloc(&deviceOne, sizeof(float)), "allocating a constant");
-      float host = 1.0f;
-      check(cudaMemcpy(deviceOne, &host, sizeof host, cudaMemcpyHostToDevice),
+      static const float host = 1.0f;
+      check(cudaMemcpyAsync(deviceOne, &host, sizeof host,
+                            cudaMemcpyHostToDevice, d.stream),
             "a constant");
     }
     bData = deviceOne;
@@ -1644,6 +1648,10 @@ __global__ void loopbackReduceKernel(int dtype, int reduction, Inputs inputs,
 
 void *loopbackStaging(int slot, size_t bytes) {
   Device &d = device();
+  if (d.staging.size() <= size_t(slot)) {
+    d.staging.resize(size_t(slot) + 1, nullptr);
+    d.stagingBytes.resize(size_t(slot) + 1, 0);
+  }
   if (d.stagingBytes[slot] < bytes) {
     // This rank's stream waited for every peer's reads of the old buffer
     // (the second meeting of each collective): finishing it is enough.
@@ -1660,6 +1668,8 @@ void *loopbackStaging(int slot, size_t bytes) {
 
 void *loopbackMark(int which) {
   Device &d = device();
+  if (d.marks.size() <= size_t(which))
+    d.marks.resize(size_t(which) + 1, nullptr);
   if (!d.marks[which])
     check(cudaEventCreateWithFlags(&d.marks[which], cudaEventDisableTiming),
           "creating an event");
@@ -1693,9 +1703,16 @@ const LoopbackOps kLoopbackOps = {
     loopbackReduce,
     [](void *dst, size_t dstPitch, const void *src, size_t srcPitch,
        size_t width, size_t rows) {
-      check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows,
-                              cudaMemcpyDeviceToDevice, device().stream),
-            "copying between ranks");
+      // One block of bytes as a plain copy: cudaMemcpy2DAsync refuses
+      // pitches over the device's limit (2 GiB), whatever the rows.
+      if (rows == 1 || (dstPitch == width && srcPitch == width))
+        check(cudaMemcpyAsync(dst, src, width * rows, cudaMemcpyDeviceToDevice,
+                              device().stream),
+              "copying between ranks");
+      else
+        check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows,
+                                cudaMemcpyDeviceToDevice, device().stream),
+              "copying between ranks");
     },
     [](void *dst, size_t bytes) {
       check(cudaMemsetAsync(dst, 0, bytes, device().stream), "clearing");
@@ -1710,10 +1727,26 @@ struct StepGraph {
   cudaGraphExec_t exec = nullptr;
   bool failed = false;
 };
+StepGraph &stepGraph() {
+  thread_local StepGraph graph;
+  return graph;
+}
+
+/// NCCL work captured in a graph holds a reference on its communicator
+/// until the graph is destroyed, and finalizing the communicator waits for
+/// that, so the graph goes first (NCCL's CUDA graph notes).
+void endSteps() {
+  StepGraph &graph = stepGraph();
+  if (!graph.exec)
+    return;
+  check(cudaStreamSynchronize(device().stream), "finishing the last step");
+  check(cudaGraphExecDestroy(graph.exec), "releasing the step's graph");
+  graph.exec = nullptr;
+}
 
 void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
              bool useGraph) {
-  thread_local StepGraph graph;
+  StepGraph &graph = stepGraph();
   Device &d = device();
   if (useGraph && graph.exec) {
     check(cudaGraphLaunch(graph.exec, d.stream), "replaying the step");
@@ -1721,7 +1754,7 @@ void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
   }
   stepChecks().pending.clear();
   if (!useGraph || graph.failed) {
-    model->step(rt, arena);
+    runModelStep(rt, model, arena);
     return;
   }
   // Capture: the step's host code runs once, its kernels, GEMMs and
@@ -1730,23 +1763,30 @@ void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
   // then the step runs as it is, now and from then on.
   check(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeThreadLocal),
         "capturing the step");
-  model->step(rt, arena);
+  runModelStep(rt, model, arena);
   cudaGraph_t captured = nullptr;
   cudaError_t status = cudaStreamEndCapture(d.stream, &captured);
   if (status == cudaSuccess)
     status = cudaGraphInstantiate(&graph.exec, captured, 0);
   if (captured)
     cudaGraphDestroy(captured);
-  if (status != cudaSuccess) {
+  // NCCL needs every rank of a communicator to replay or every rank to
+  // launch anew: one rank's failed capture makes them all run eagerly.
+  bool everyoneCaptured =
+      everyRank(rt, status == cudaSuccess, "agreeing on the captured step");
+  if (status != cudaSuccess || !everyoneCaptured) {
     cudaGetLastError();
-    fprintf(stderr,
-            "loom: note: the step could not be captured as a CUDA graph (%s); "
-            "it runs without one\n",
-            cudaGetErrorString(status));
+    if (status != cudaSuccess)
+      fprintf(stderr,
+              "loom: note: the step could not be captured as a CUDA graph "
+              "(%s); it runs without one\n",
+              cudaGetErrorString(status));
+    if (graph.exec)
+      cudaGraphExecDestroy(graph.exec);
     graph.failed = true;
     graph.exec = nullptr;
     stepChecks().pending.clear();
-    model->step(rt, arena);
+    runModelStep(rt, model, arena);
     return;
   }
   check(cudaGraphLaunch(graph.exec, d.stream), "running the captured step");
@@ -1858,12 +1898,19 @@ const DeviceOps &loomrt::deviceOps() {
       [](char *, size_t bytes) -> char * {
         void *p = nullptr;
         check(cudaMalloc(&p, bytes ? bytes : 64), "allocating the arena");
-        check(cudaMemset(p, 0, bytes ? bytes : 64), "clearing the arena");
+        // On the step's stream, which the upload that follows is ordered
+        // after (the legacy stream's work would not be).
+        check(cudaMemsetAsync(p, 0, bytes ? bytes : 64, device().stream),
+              "clearing the arena");
         return static_cast<char *>(p);
       },
       [](char *dst, const char *src, size_t bytes) {
-        check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+        // On the step's stream, finished before the first step (a pageable
+        // cudaMemcpy may return before its DMA is done).
+        check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                              device().stream),
               "copying the arena in");
+        check(cudaStreamSynchronize(device().stream), "copying the arena in");
       },
       [](char *dst, const char *src, size_t bytes) {
         check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
@@ -1873,6 +1920,7 @@ const DeviceOps &loomrt::deviceOps() {
       [](char *deviceArena, char *) { cudaFree(deviceArena); },
       &kLoopbackOps,
       runStep,
+      endSteps,
       checkStepTargets,
       profileMark,
       profileSeconds,

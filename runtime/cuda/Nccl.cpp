@@ -23,11 +23,13 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <time.h>
 #include <unistd.h>
 #include <vector>
@@ -70,6 +72,7 @@ public:
   void allReduce(loomrt_ctx *rt, const std::string &what, const int *axes,
                  int numAxes, int dtype, int reduction, const void *in,
                  void *out, int64_t count) override {
+    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     issue(rt, comm, what, [&] {
       return ncclAllReduce(in, out, size_t(count), ncclType(dtype),
@@ -81,6 +84,7 @@ public:
   void allGather(loomrt_ctx *rt, const std::string &what, const int *axes,
                  int numAxes, int dtype, const void *in, void *out,
                  int64_t outer, int64_t chunk) override {
+    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     int64_t n = groupSize(rt, axes, numAxes);
     size_t row = size_t(chunk) * elementBytes(dtype),
@@ -102,6 +106,7 @@ public:
   void reduceScatter(loomrt_ctx *rt, const std::string &what, const int *axes,
                      int numAxes, int dtype, int reduction, const void *in,
                      void *out, int64_t outer, int64_t chunk) override {
+    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     int64_t n = groupSize(rt, axes, numAxes);
     size_t row = size_t(chunk) * elementBytes(dtype),
@@ -126,6 +131,7 @@ public:
   void allToAll(loomrt_ctx *rt, const std::string &what, const int *axes,
                 int numAxes, int dtype, const void *in, void *out,
                 const AllToAll &layout) override {
+    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     size_t piece = size_t(layout.pieceElements) * elementBytes(dtype);
     char *send =
@@ -152,6 +158,7 @@ public:
   void permute(loomrt_ctx *rt, const std::string &what, const int *axes,
                int numAxes, int dtype, const void *in, void *out, int64_t count,
                const int64_t *pairs, int numPairs) override {
+    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     int64_t me = loomrt_group_rank(rt, axes, numAxes);
     size_t bytes = size_t(count) * elementBytes(dtype);
@@ -184,6 +191,7 @@ public:
   void broadcast(loomrt_ctx *rt, const std::string &what, const int *axes,
                  int numAxes, int dtype, const void *in, void *out,
                  int64_t count, int64_t root) override {
+    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     issue(rt, comm, what, [&] {
       return ncclBroadcast(in, out, size_t(count) * elementBytes(dtype),
@@ -191,27 +199,42 @@ public:
     });
   }
 
+  /// A send is held back until this rank's next receive, with its data
+  /// staged, and then issued in one NCCL group with that receive: NCCL
+  /// progresses sends and receives together only within a group, so a ring
+  /// of sends then receives, or a message to oneself, would otherwise wait
+  /// forever. Any other collective, and the end of the step, first issue
+  /// what is held back.
   void send(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
             int dtype, const void *in, int64_t count) override {
     ncclComm_t comm = communicator(rt, &axis, 1, what);
-    issue(rt, comm, what, [&] {
-      return ncclSend(in, size_t(count) * elementBytes(dtype), ncclUint8,
-                      axisNeighbour(rt, axis, offset), comm, stream(rt));
-    });
+    size_t bytes = size_t(count) * elementBytes(dtype);
+    void *staged = staging().staging(kSendSlots + int(held.size()), bytes);
+    staging().copy2d(staged, bytes, in, bytes, bytes, 1);
+    held.push_back({comm, axisNeighbour(rt, axis, offset), staged, bytes});
   }
 
   void recv(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
             int dtype, void *out, int64_t count) override {
     ncclComm_t comm = communicator(rt, &axis, 1, what);
-    issue(rt, comm, what, [&] {
-      return ncclRecv(out, size_t(count) * elementBytes(dtype), ncclUint8,
-                      axisNeighbour(rt, axis, offset), comm, stream(rt));
-    });
+    int from = axisNeighbour(rt, axis, offset);
+    issueWithHeldSends(
+        rt, what,
+        [&](ncclResult_t status) {
+          if (status == ncclSuccess || status == ncclInProgress)
+            status = ncclRecv(out, size_t(count) * elementBytes(dtype),
+                              ncclUint8, from, comm, stream(rt));
+          return status;
+        },
+        comm);
   }
+
+  void endStep(loomrt_ctx *rt) override { issueHeldSends(rt); }
 
   /// Stops the watchdog (the step was synchronised: nothing is pending)
   /// and finalises the communicators, polling as for every NCCL call.
   void finish(loomrt_ctx *rt) override {
+    issueHeldSends(rt);
     watchdog.reset();
     std::map<std::vector<int>, ncclComm_t> finished;
     {
@@ -226,8 +249,17 @@ public:
     }
   }
 
+  /// ncclCommAbort frees kernels stuck in a collective, but it may itself
+  /// wait (for a captured graph that still holds the communicator), so it
+  /// gets a few seconds on a thread of its own; the job ends regardless.
   [[noreturn]] void abort(loomrt_ctx *, int code) override {
-    abortCommunicators();
+    auto aborted = std::make_shared<std::atomic<bool>>(false);
+    std::thread([this, aborted] {
+      abortCommunicators();
+      *aborted = true;
+    }).detach();
+    for (int waited = 0; waited < 50 && !*aborted; ++waited)
+      usleep(100000);
     MPI_Abort(MPI_COMM_WORLD, code);
     _exit(code);
   }
@@ -271,6 +303,45 @@ private:
     if (streamIsCapturing())
       return;
     watch(rt, what);
+  }
+
+  /// The held sends, then `more` (given the status so far), in one NCCL
+  /// group; waits until every communicator involved has taken it.
+  template <typename More>
+  void issueWithHeldSends(loomrt_ctx *rt, const std::string &what, More more,
+                          ncclComm_t moreComm) {
+    std::vector<ncclComm_t> involved;
+    if (moreComm)
+      involved.push_back(moreComm);
+    ncclResult_t status = ncclGroupStart();
+    for (const HeldSend &send : held) {
+      if (status == ncclSuccess || status == ncclInProgress)
+        status = ncclSend(send.data, send.bytes, ncclUint8, send.peer,
+                          send.comm, stream(rt));
+      if (std::find(involved.begin(), involved.end(), send.comm) ==
+          involved.end())
+        involved.push_back(send.comm);
+    }
+    held.clear();
+    status = more(status);
+    ncclResult_t end = ncclGroupEnd();
+    if (status == ncclSuccess || status == ncclInProgress)
+      status = end;
+    if (involved.empty())
+      return;
+    // In progress: each communicator says when it has taken its part.
+    for (ncclComm_t comm : involved)
+      settle(rt, comm, status, what);
+    if (!streamIsCapturing())
+      watch(rt, what);
+  }
+
+  void issueHeldSends(loomrt_ctx *rt) {
+    if (held.empty())
+      return;
+    issueWithHeldSends(
+        rt, "the sends held back for a receive",
+        [](ncclResult_t status) { return status; }, nullptr);
   }
 
   /// The watchdog gets an event recorded after the work on the stream.
@@ -328,6 +399,14 @@ private:
     }
     return "";
   }
+
+  struct HeldSend {
+    ncclComm_t comm;
+    int peer;
+    void *data;
+    size_t bytes;
+  };
+  std::vector<HeldSend> held;
 
   void abortCommunicators() {
     std::lock_guard<std::mutex> lock(mutex);

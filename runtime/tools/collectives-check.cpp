@@ -265,6 +265,36 @@ void step(loomrt_ctx *rt, char *arena) {
                LOOMRT_F32, out, 24,
                [&](int64_t i) { return valueOf(from, i); });
     }
+  // Two messages out before either comes in, to different ranks (axes of
+  // three or more): each must arrive intact, whatever the other one does
+  // to staging buffers.
+  for (int axis = 0; axis < 2; ++axis) {
+    int64_t size = meshSizes[axis];
+    if (size < 3)
+      continue;
+    auto neighbour = [&](int64_t offset) {
+      std::vector<int64_t> coords = coordsOf(me);
+      coords[size_t(axis)] =
+          ((coords[size_t(axis)] + offset) % size + size) % size;
+      return coords[0] * meshSizes[1] + coords[1];
+    };
+    const int64_t second = 4096;
+    c.put(LOOMRT_F32, in, 24, [&](int64_t i) { return valueOf(me, i); });
+    c.put(LOOMRT_F32, in + second, 24,
+          [&](int64_t i) { return valueOf(me, i + 24); });
+    loomrt_send(rt, "send", axis, 1, LOOMRT_F32, arena + in, 24);
+    loomrt_send(rt, "send", axis, -1, LOOMRT_F32, arena + in + second, 24);
+    loomrt_recv(rt, "recv", axis, -1, LOOMRT_F32, arena + out, 24);
+    loomrt_recv(rt, "recv", axis, 1, LOOMRT_F32, arena + out + second, 24);
+    int64_t before = neighbour(-1), after = neighbour(1);
+    c.expect(
+        std::string("two sends then two receives along ") + axisNames[axis],
+        LOOMRT_F32, out, 24, [&](int64_t i) { return valueOf(before, i); });
+    c.expect(std::string("two sends then two receives along ") +
+                 axisNames[axis] + " (second)",
+             LOOMRT_F32, out + second, 24,
+             [&](int64_t i) { return valueOf(after, i + 24); });
+  }
   if (me == 0)
     printf("collectives-check: %d checks passed on each of %lld ranks\n",
            c.checks, (long long)(meshSizes[0] * meshSizes[1]));
