@@ -509,6 +509,7 @@ const LoopbackOps &loomrt::hostLoopbackOps() {
                   static_cast<const char *>(src) + r * srcPitch, width);
       },
       [](void *dst, size_t bytes) { memset(dst, 0, bytes); },
-      [] {}};
+      [] {},
+      nullptr}; // convert: only the NCCL transport uses it
   return ops;
 }

@@ -51,6 +51,10 @@ struct LoopbackOps {
   void (*zero)(void *dst, size_t bytes);
   /// Waits until this rank's work so far is done.
   void (*synchronize)();
+  /// out[i] = in[i] converted from one element type to another (rounded to
+  /// nearest even when narrowing); null on the host, where no NCCL runs.
+  void (*convert)(int fromDtype, const void *in, int toDtype, void *out,
+                  int64_t count);
 };
 
 /// Where the step's arena lives. The process (options, initial values, files)

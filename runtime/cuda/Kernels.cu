@@ -1717,7 +1717,12 @@ const LoopbackOps kLoopbackOps = {
     [](void *dst, size_t bytes) {
       check(cudaMemsetAsync(dst, 0, bytes, device().stream), "clearing");
     },
-    [] { check(cudaStreamSynchronize(device().stream), "synchronising"); }};
+    [] { check(cudaStreamSynchronize(device().stream), "synchronising"); },
+    [](int fromDtype, const void *in, int toDtype, void *out, int64_t count) {
+      convertKernel<<<blocksFor(count), 256, 0, device().stream>>>(
+          fromDtype, in, toDtype, out, count);
+      check(cudaGetLastError(), "converting");
+    }};
 
 //===----------------------------------------------------------------------===//
 // Steps: eager, or captured once and replayed as a CUDA graph

@@ -74,6 +74,17 @@ public:
                  void *out, int64_t count) override {
     issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
+    if (widenedSum(rt, axes, numAxes, dtype, reduction)) {
+      float *wide =
+          static_cast<float *>(staging().staging(0, size_t(count) * 4));
+      staging().convert(dtype, in, LOOMRT_F32, wide, count);
+      issue(rt, comm, what, [&] {
+        return ncclAllReduce(wide, wide, size_t(count), ncclFloat32, ncclSum,
+                             comm, stream(rt));
+      });
+      staging().convert(LOOMRT_F32, wide, dtype, out, count);
+      return;
+    }
     issue(rt, comm, what, [&] {
       return ncclAllReduce(in, out, size_t(count), ncclType(dtype),
                            reduction == LOOMRT_MAX ? ncclMax : ncclSum, comm,
@@ -120,6 +131,18 @@ public:
                          static_cast<const char *>(in) + size_t(p) * row,
                          size_t(n) * row, row, size_t(outer));
       packed = buffer;
+    }
+    if (widenedSum(rt, axes, numAxes, dtype, reduction)) {
+      size_t mine = size_t(outer * chunk), total = mine * size_t(n);
+      float *wide =
+          static_cast<float *>(staging().staging(1, (total + mine) * 4));
+      staging().convert(dtype, packed, LOOMRT_F32, wide, int64_t(total));
+      issue(rt, comm, what, [&] {
+        return ncclReduceScatter(wide, wide + total, mine, ncclFloat32, ncclSum,
+                                 comm, stream(rt));
+      });
+      staging().convert(LOOMRT_F32, wide + total, dtype, out, int64_t(mine));
+      return;
     }
     issue(rt, comm, what, [&] {
       return ncclReduceScatter(
@@ -398,6 +421,16 @@ private:
                       ncclGetLastError(entry.second));
     }
     return "";
+  }
+
+  /// bf16 and f16 sums over more than two ranks go through f32: NCCL
+  /// rounds each partial sum to the element type, and docs/language.md
+  /// (11.2) rounds a reduction once (two ranks' sum is rounded once either
+  /// way; a max never rounds).
+  static bool widenedSum(loomrt_ctx *rt, const int *axes, int numAxes,
+                         int dtype, int reduction) {
+    return (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) &&
+           reduction == LOOMRT_SUM && groupSize(rt, axes, numAxes) > 2;
   }
 
   struct HeldSend {
