@@ -286,10 +286,14 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
         {uint64_t(reinterpret_cast<uintptr_t>(a)) + uint64_t(call[0]) * inBytes,
          uint64_t(reinterpret_cast<uintptr_t>(b)) + uint64_t(call[1]) * inBytes,
          uint64_t(reinterpret_cast<uintptr_t>(out)) +
-             uint64_t(call[2]) * outBytes,
-         uint64_t(p.strideX) * inBytes, uint64_t(p.strideY) * inBytes,
-         uint64_t(p.strideD) * outBytes},
+             uint64_t(call[2]) * outBytes},
         alignment);
+  // Batch entries start a stride apart; one entry has only its own start.
+  if (p.batch > 1)
+    alignment = alignmentOf({uint64_t(p.strideX) * inBytes,
+                             uint64_t(p.strideY) * inBytes,
+                             uint64_t(p.strideD) * outBytes},
+                            alignment);
   struct Plan {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t lx, ly, ld;
