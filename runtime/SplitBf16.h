@@ -6,9 +6,11 @@
 // (11.2) does not allow rounding the probabilities, so each is split into
 // three bf16 terms whose sum is exactly the f32 value: bf16 keeps 8 of f32's
 // 24 significand bits and the same exponent range, so three terms hold all
-// 24. Each term times a bf16 value is exact in f32 (8 x 8 bits), so the three
-// products summed in f32 differ from the f32 products only in the order of
-// the additions, which the language leaves open.
+// 24. Each term times a bf16 value is exact in f32 (8 x 8 bits), so what
+// is summed is exactly the f32 products; the sums are the tensor cores' f32
+// accumulation, as in every bf16 GEMM (in an order the language leaves
+// open, and, on NVIDIA's tensor cores, with their own rounding of aligned
+// addends).
 //
 //===----------------------------------------------------------------------===//
 

@@ -72,7 +72,6 @@ public:
   void allReduce(loomrt_ctx *rt, const std::string &what, const int *axes,
                  int numAxes, int dtype, int reduction, const void *in,
                  void *out, int64_t count) override {
-    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     if (widenedSum(rt, axes, numAxes, dtype, reduction)) {
       float *wide =
@@ -95,7 +94,6 @@ public:
   void allGather(loomrt_ctx *rt, const std::string &what, const int *axes,
                  int numAxes, int dtype, const void *in, void *out,
                  int64_t outer, int64_t chunk) override {
-    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     int64_t n = groupSize(rt, axes, numAxes);
     size_t row = size_t(chunk) * elementBytes(dtype),
@@ -117,7 +115,6 @@ public:
   void reduceScatter(loomrt_ctx *rt, const std::string &what, const int *axes,
                      int numAxes, int dtype, int reduction, const void *in,
                      void *out, int64_t outer, int64_t chunk) override {
-    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     int64_t n = groupSize(rt, axes, numAxes);
     size_t row = size_t(chunk) * elementBytes(dtype),
@@ -154,7 +151,6 @@ public:
   void allToAll(loomrt_ctx *rt, const std::string &what, const int *axes,
                 int numAxes, int dtype, const void *in, void *out,
                 const AllToAll &layout) override {
-    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     size_t piece = size_t(layout.pieceElements) * elementBytes(dtype);
     char *send =
@@ -181,7 +177,6 @@ public:
   void permute(loomrt_ctx *rt, const std::string &what, const int *axes,
                int numAxes, int dtype, const void *in, void *out, int64_t count,
                const int64_t *pairs, int numPairs) override {
-    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     int64_t me = loomrt_group_rank(rt, axes, numAxes);
     size_t bytes = size_t(count) * elementBytes(dtype);
@@ -214,7 +209,6 @@ public:
   void broadcast(loomrt_ctx *rt, const std::string &what, const int *axes,
                  int numAxes, int dtype, const void *in, void *out,
                  int64_t count, int64_t root) override {
-    issueHeldSends(rt);
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
     issue(rt, comm, what, [&] {
       return ncclBroadcast(in, out, size_t(count) * elementBytes(dtype),
@@ -222,27 +216,40 @@ public:
     });
   }
 
-  /// A send is held back until this rank's next receive, with its data
-  /// staged, and then issued in one NCCL group with that receive: NCCL
-  /// progresses sends and receives together only within a group, so a ring
-  /// of sends then receives, or a message to oneself, would otherwise wait
-  /// forever. Any other collective, and the end of the step, first issue
-  /// what is held back.
+  /// A send is held back, its data staged, until this rank's mirror
+  /// receive (the same axis, the opposite offset), and goes in one NCCL
+  /// group with it. NCCL progresses sends and receives together only within
+  /// a group, so a ring of sends then receives, or a message to oneself,
+  /// would otherwise wait forever; and in an SPMD program every rank's k-th
+  /// such group holds the operations matching its neighbours' k-th, so no
+  /// group waits for a later one. Sends still held at the end of the step
+  /// go then, by themselves (docs/running.md: what a program may send).
   void send(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
             int dtype, const void *in, int64_t count) override {
     ncclComm_t comm = communicator(rt, &axis, 1, what);
     size_t bytes = size_t(count) * elementBytes(dtype);
-    void *staged = staging().staging(kSendSlots + int(held.size()), bytes);
+    int slot = takeSendSlot();
+    void *staged = staging().staging(slot, bytes);
     staging().copy2d(staged, bytes, in, bytes, bytes, 1);
-    held.push_back({comm, axisNeighbour(rt, axis, offset), staged, bytes});
+    held.push_back({comm, axis, offset, axisNeighbour(rt, axis, offset), staged,
+                    bytes, slot});
   }
 
   void recv(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
             int dtype, void *out, int64_t count) override {
     ncclComm_t comm = communicator(rt, &axis, 1, what);
     int from = axisNeighbour(rt, axis, offset);
-    issueWithHeldSends(
-        rt, what,
+    int64_t size = groupSize(rt, &axis, 1);
+    std::vector<HeldSend> sends;
+    for (auto it = held.begin(); it != held.end(); ++it)
+      if (it->axis == axis &&
+          ((it->offset + offset) % size + size) % size == 0) {
+        sends.push_back(*it);
+        held.erase(it);
+        break;
+      }
+    issueGroup(
+        rt, what, sends,
         [&](ncclResult_t status) {
           if (status == ncclSuccess || status == ncclInProgress)
             status = ncclRecv(out, size_t(count) * elementBytes(dtype),
@@ -288,6 +295,20 @@ public:
   }
 
 private:
+  /// A send waiting for its mirror receive (see send()).
+  struct HeldSend {
+    ncclComm_t comm;
+    int axis;
+    int64_t offset;
+    int peer;
+    void *data;
+    size_t bytes;
+    int slot;
+  };
+  std::vector<HeldSend> held;
+  std::vector<int> freeSendSlots;
+  int sendSlots = 0;
+
   static const LoopbackOps &staging() { return *deviceOps().loopback; }
   static cudaStream_t stream(loomrt_ctx *rt) {
     return static_cast<cudaStream_t>(loomrt_stream(rt));
@@ -328,24 +349,27 @@ private:
     watch(rt, what);
   }
 
-  /// The held sends, then `more` (given the status so far), in one NCCL
-  /// group; waits until every communicator involved has taken it.
+  /// `sends`, then `more` (given the status so far), in one NCCL group;
+  /// waits until every communicator involved has taken it. The sends'
+  /// staging slots are free again: later writes to them follow on the
+  /// stream.
   template <typename More>
-  void issueWithHeldSends(loomrt_ctx *rt, const std::string &what, More more,
-                          ncclComm_t moreComm) {
+  void issueGroup(loomrt_ctx *rt, const std::string &what,
+                  const std::vector<HeldSend> &sends, More more,
+                  ncclComm_t moreComm) {
     std::vector<ncclComm_t> involved;
     if (moreComm)
       involved.push_back(moreComm);
     ncclResult_t status = ncclGroupStart();
-    for (const HeldSend &send : held) {
+    for (const HeldSend &send : sends) {
       if (status == ncclSuccess || status == ncclInProgress)
         status = ncclSend(send.data, send.bytes, ncclUint8, send.peer,
                           send.comm, stream(rt));
       if (std::find(involved.begin(), involved.end(), send.comm) ==
           involved.end())
         involved.push_back(send.comm);
+      freeSendSlots.push_back(send.slot);
     }
-    held.clear();
     status = more(status);
     ncclResult_t end = ncclGroupEnd();
     if (status == ncclSuccess || status == ncclInProgress)
@@ -362,9 +386,19 @@ private:
   void issueHeldSends(loomrt_ctx *rt) {
     if (held.empty())
       return;
-    issueWithHeldSends(
-        rt, "the sends held back for a receive",
+    std::vector<HeldSend> sends;
+    sends.swap(held);
+    issueGroup(
+        rt, "the sends held back for a receive that did not come", sends,
         [](ncclResult_t status) { return status; }, nullptr);
+  }
+
+  int takeSendSlot() {
+    if (freeSendSlots.empty())
+      return kSendSlots + sendSlots++;
+    int slot = freeSendSlots.back();
+    freeSendSlots.pop_back();
+    return slot;
   }
 
   /// The watchdog gets an event recorded after the work on the stream.
@@ -432,14 +466,6 @@ private:
     return (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) &&
            reduction == LOOMRT_SUM && groupSize(rt, axes, numAxes) > 2;
   }
-
-  struct HeldSend {
-    ncclComm_t comm;
-    int peer;
-    void *data;
-    size_t bytes;
-  };
-  std::vector<HeldSend> held;
 
   void abortCommunicators() {
     std::lock_guard<std::mutex> lock(mutex);
