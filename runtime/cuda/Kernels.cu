@@ -1230,6 +1230,41 @@ __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
   }
 }
 
+/// One warp's 16 x (16 * tiles) block of a product on the tensor cores, in
+/// f32, stored row-major at `out` (kScoreStride floats per row): the sum
+/// over `terms` left operands (row-major 16 x (16 * steps) at
+/// a + term * termStride, `lda` per row) times the right operand, whose
+/// 16 x 16 block (step, c) is at b + step * stepStride + c * tileStride
+/// (`Layout`, `ldb`). Tiles up to 4, loops of constant bound, so the
+/// fragments stay in registers.
+template <typename Element, typename Layout>
+__device__ void warpTileProduct(const Element *a, int lda, int steps,
+                                const Element *b, int ldb, int stepStride,
+                                int tileStride, int tiles, int terms,
+                                int termStride, float *out) {
+  using namespace nvcuda;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
+  for (int c = 0; c < 4; ++c)
+    wmma::fill_fragment(tile[c], 0.0f);
+  for (int term = 0; term < terms; ++term)
+    for (int step = 0; step < steps; ++step) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> left;
+      wmma::load_matrix_sync(left, a + term * termStride + step * 16, lda);
+      for (int c = 0; c < 4; ++c) {
+        if (c >= tiles)
+          continue;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, Layout> right;
+        wmma::load_matrix_sync(right, b + step * stepStride + c * tileStride,
+                               ldb);
+        wmma::mma_sync(tile[c], left, right, tile[c]);
+      }
+    }
+  for (int c = 0; c < 4; ++c)
+    if (c < tiles)
+      wmma::store_matrix_sync(out + c * 16, tile[c], kScoreStride,
+                              wmma::mem_row_major);
+}
+
 template <int Dtype>
 __global__ void __launch_bounds__(128)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
@@ -1271,32 +1306,12 @@ __global__ void __launch_bounds__(128)
     loadAttentionTile(keys, kb, k0, t, e, packs);
     loadAttentionTile(values, vb, k0, t, f, packs);
     __syncthreads();
-    // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile.
-    {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
-      for (int c = 0; c < 4; ++c)
-        wmma::fill_fragment(tile[c], 0.0f);
-      for (int step = 0; step < eSteps; ++step) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> a;
-        wmma::load_matrix_sync(a,
-                               reinterpret_cast<const Element *>(queries) +
-                                   warp * 16 * kHead + step * 16,
-                               kHead);
-        for (int c = 0; c < 4; ++c) {
-          // K^T in column-major order is K in row-major order.
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, wmma::col_major>
-              bt;
-          wmma::load_matrix_sync(bt,
-                                 reinterpret_cast<const Element *>(keys) +
-                                     c * 16 * kHead + step * 16,
-                                 kHead);
-          wmma::mma_sync(tile[c], a, bt, tile[c]);
-        }
-      }
-      for (int c = 0; c < 4; ++c)
-        wmma::store_matrix_sync(scores + warp * 16 * kScoreStride + c * 16,
-                                tile[c], kScoreStride, wmma::mem_row_major);
-    }
+    // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile. K^T
+    // in column-major order is K in row-major order.
+    warpTileProduct<Element, nvcuda::wmma::col_major>(
+        reinterpret_cast<const Element *>(queries) + warp * 16 * kHead, kHead,
+        eSteps, reinterpret_cast<const Element *>(keys), kHead, 16, 16 * kHead,
+        4, 1, 0, scores + warp * 16 * kScoreStride);
     __syncthreads();
     // Online softmax: warp w updates its 16 rows, two columns per lane.
     for (int r = warp * 16; r < warp * 16 + 16; ++r) {
@@ -1347,36 +1362,11 @@ __global__ void __launch_bounds__(128)
       }
       __syncthreads(); // every probability is split: scores is free
       // Warp w: rows 16w..16w+15 of this tile's P V, over all three terms.
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> product[4];
-      for (int c = 0; c < 4; ++c)
-        wmma::fill_fragment(product[c], 0.0f);
-      for (int term = 0; term < kSplitTerms; ++term)
-        for (int step = 0; step < kTile / 16; ++step) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major>
-              a;
-          wmma::load_matrix_sync(a,
-                                 reinterpret_cast<const Element *>(terms) +
-                                     term * kTile * kTile + warp * 16 * kTile +
-                                     step * 16,
-                                 kTile);
-          // A constant bound keeps the fragments in registers.
-          for (int c = 0; c < 4; ++c) {
-            if (c >= fTiles)
-              continue;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, wmma::row_major>
-                bv;
-            wmma::load_matrix_sync(bv,
-                                   reinterpret_cast<const Element *>(values) +
-                                       step * 16 * kHead + c * 16,
-                                   kHead);
-            wmma::mma_sync(product[c], a, bv, product[c]);
-          }
-        }
-      for (int c = 0; c < 4; ++c)
-        if (c < fTiles)
-          wmma::store_matrix_sync(scores + warp * 16 * kScoreStride + c * 16,
-                                  product[c], kScoreStride,
-                                  wmma::mem_row_major);
+      warpTileProduct<Element, nvcuda::wmma::row_major>(
+          reinterpret_cast<const Element *>(terms) + warp * 16 * kTile, kTile,
+          kTile / 16, reinterpret_cast<const Element *>(values), kHead,
+          16 * kHead, 16, fTiles, kSplitTerms, kTile * kTile,
+          scores + warp * 16 * kScoreStride);
       __syncthreads();
       for (int i = 0; i < 4; ++i)
         for (int c = 0; c < 8; ++c)
