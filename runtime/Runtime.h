@@ -13,6 +13,7 @@
 #include "loomrt.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loomrt {
@@ -151,6 +152,20 @@ int64_t groupColour(const loomrt_model &model,
 /// The coordinate on `axis` that is `offset` steps from this rank's,
 /// cyclically (its rank in the communicator over that axis).
 int axisNeighbour(const loomrt_ctx *rt, int axis, int64_t offset);
+
+/// Of the sends a rank holds, as (axis, offset) in the order made, the
+/// index of the oldest that a receive along `axis` from `offset` mirrors
+/// (the same axis, offsets summing to 0 modulo the axis's `size`), or -1.
+/// In an SPMD program such a send and receive are the pair that every
+/// rank's neighbours make at the same point.
+inline int mirrorSend(const std::vector<std::pair<int, int64_t>> &sends,
+                      int axis, int64_t offset, int64_t size) {
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i].first == axis &&
+        ((sends[i].second + offset) % size + size) % size == 0)
+      return int(i);
+  return -1;
+}
 /// The number of ranks in a group over `axes`.
 int64_t groupSize(const loomrt_ctx *rt, const int *axes, int numAxes);
 

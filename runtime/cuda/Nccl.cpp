@@ -239,15 +239,15 @@ public:
             int dtype, void *out, int64_t count) override {
     ncclComm_t comm = communicator(rt, &axis, 1, what);
     int from = axisNeighbour(rt, axis, offset);
-    int64_t size = groupSize(rt, &axis, 1);
+    std::vector<std::pair<int, int64_t>> heldAt;
+    for (const HeldSend &send : held)
+      heldAt.push_back({send.axis, send.offset});
     std::vector<HeldSend> sends;
-    for (auto it = held.begin(); it != held.end(); ++it)
-      if (it->axis == axis &&
-          ((it->offset + offset) % size + size) % size == 0) {
-        sends.push_back(*it);
-        held.erase(it);
-        break;
-      }
+    int mirror = mirrorSend(heldAt, axis, offset, groupSize(rt, &axis, 1));
+    if (mirror >= 0) {
+      sends.push_back(held[size_t(mirror)]);
+      held.erase(held.begin() + mirror);
+    }
     issueGroup(
         rt, what, sends,
         [&](ncclResult_t status) {
