@@ -67,14 +67,22 @@ static double flopsOf(Operation *op) {
     return 2.0 * points;
   }
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    // q k^T and p v: 2 * 2 * (batch... Sq Sk E); the softmax: 5 per score.
+    // q k^T and p v over the scores a query sees (with `causal`, query i
+    // sees keys j <= i: about half), 2 * E and 2 * F each; the softmax 5.
     ArrayRef<int64_t> q = attention.getQuery().getType().getShape();
     ArrayRef<int64_t> k = attention.getKey().getType().getShape();
-    double scores = 1;
-    for (int64_t size : q.drop_back())
+    int64_t f = attention.getValue().getType().getShape().back();
+    int64_t s = q[q.size() - 2], t = k[k.size() - 2];
+    double perBatch = double(s) * double(t);
+    if (attention.getCausal()) {
+      int64_t full = std::max<int64_t>(0, s - t); // queries that see every key
+      int64_t ramp = s - full;                    // query i sees i + 1 keys
+      perBatch = double(ramp) * double(ramp + 1) / 2 + double(full) * t;
+    }
+    double scores = perBatch;
+    for (int64_t size : q.drop_back(2))
       scores *= size;
-    scores *= k[k.size() - 2];
-    return 4.0 * scores * q.back() + 5.0 * scores;
+    return scores * (2.0 * q.back() + 2.0 * f + 5.0);
   }
   if (isa<LayerNormOp, RMSNormOp>(op))
     return 8.0 * elementsOf(op->getOperand(0));
