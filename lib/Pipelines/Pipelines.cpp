@@ -32,6 +32,7 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm) {
 
 void loom::buildPlanPipeline(mlir::OpPassManager &pm) {
   buildSpmdPipeline(pm);
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomContractionOrder());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
   pm.addPass(createLoomPlanMemory());
 }

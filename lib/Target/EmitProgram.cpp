@@ -741,12 +741,7 @@ std::pair<Value, SmallVector<int64_t>> contractionOperand(Value operand) {
   auto transpose = operand.getDefiningOp<TransposeOp>();
   if (!transpose || !isTransposeView(transpose))
     return {operand, rowMajorStrides(tensorType(operand).getShape())};
-  SmallVector<int64_t> inputStrides =
-      rowMajorStrides(tensorType(transpose.getInput()).getShape());
-  SmallVector<int64_t> strides;
-  for (int64_t dim : transpose.getPerm())
-    strides.push_back(inputStrides[dim]);
-  return {transpose.getInput(), strides};
+  return {transpose.getInput(), transposeStrides(transpose)};
 }
 
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
@@ -1147,14 +1142,30 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
                       k = shape(attention.getKey()),
                       v = shape(attention.getValue());
     int64_t rank = int64_t(q.size());
+    // q, k and v are read where they are, through their strides (a
+    // transpose view of a projection laid out [b, s, h, e], Views.h).
+    SmallVector<std::string> pointers, strides;
+    for (Value operand :
+         {attention.getQuery(), attention.getKey(), attention.getValue()}) {
+      auto [storage, steps] = contractionOperand(operand);
+      AttentionView view;
+      if (!attentionView(shape(operand), steps, view))
+        return fail(op, "attention cannot read this operand's layout");
+      pointers.push_back(pointer(storage));
+      strides.push_back(llvm::formatv("{{{0}, {1}, {2}}", view.outerStride,
+                                      view.innerStride, view.rowStride));
+    }
+    std::string table = fresh("kAttention");
+    globalsOs << "static const loomrt_attention_strides " << table << "[3] = {"
+              << llvm::join(strides, ", ") << "};\n";
+    int64_t inner = rank >= 3 ? q[rank - 3] : 1,
+            outer = rank >= 3 ? product(q.drop_back(3)) : 1;
     line() << "loomrt_attention(" << dtype(attention.getQuery()) << ", "
-           << pointer(attention.getQuery()) << ", "
-           << pointer(attention.getKey()) << ", "
-           << pointer(attention.getValue()) << ", "
-           << pointer(attention.getResult()) << ", " << product(q.drop_back(2))
+           << llvm::join(pointers, ", ") << ", "
+           << pointer(attention.getResult()) << ", " << outer << ", " << inner
            << ", " << q[rank - 2] << ", " << k[rank - 2] << ", " << q[rank - 1]
-           << ", " << v[rank - 1] << ", " << (attention.getCausal() ? 1 : 0)
-           << ", "
+           << ", " << v[rank - 1] << ", " << table << ", "
+           << (attention.getCausal() ? 1 : 0) << ", "
            << llvm::format("%.17g", attention.getScale().convertToDouble())
            << "); // loom.attention at " << where() << "\n";
     return success();

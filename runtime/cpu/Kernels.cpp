@@ -310,8 +310,9 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   // LOOMRT_PACK_GEMMS=1 packs every operand as before, for comparisons.
   static const bool packAlways = getenv("LOOMRT_PACK_GEMMS") != nullptr;
   StridedGemm plan;
-  if (!packAlways && twoOperands && c->a_dtype == LOOMRT_F32 && c->b_dtype == LOOMRT_F32 &&
-      c->out_dtype == LOOMRT_F32 && planStridedGemm(*c, plan, 1 << 12)) {
+  if (!packAlways && twoOperands && c->a_dtype == LOOMRT_F32 &&
+      c->b_dtype == LOOMRT_F32 && c->out_dtype == LOOMRT_F32 &&
+      planStridedGemm(*c, plan, 1 << 12)) {
     double start = gemmClockStart(rt);
     const float *x = static_cast<const float *>(plan.xIsA ? a : b),
                 *y = static_cast<const float *>(plan.xIsA ? b : a);
@@ -562,18 +563,29 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
 }
 
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
-                                 const void *v, void *out, int64_t batch,
-                                 int64_t s, int64_t t, int64_t e, int64_t f,
+                                 const void *v, void *out, int64_t outer,
+                                 int64_t inner, int64_t s, int64_t t, int64_t e,
+                                 int64_t f,
+                                 const loomrt_attention_strides strides[3],
                                  int causal, double scale) {
   // Per batch: scores = q k^T (one GEMM), masked row softmax, then p v (one
   // GEMM); everything in f32, rounded once at the end.
   std::vector<float> qData(static_cast<size_t>(s * e)),
       kData(static_cast<size_t>(t * e)), vData(static_cast<size_t>(t * f)),
       scores(static_cast<size_t>(s * t)), result(static_cast<size_t>(s * f));
-  for (int64_t b = 0; b < batch; ++b) {
-    widen(dtype, q, b * s * e, s * e, qData.data());
-    widen(dtype, k, b * t * e, t * e, kData.data());
-    widen(dtype, v, b * t * f, t * f, vData.data());
+  // Rows of one batch entry of a strided operand, widened and packed.
+  auto widenRows = [&](const void *in, const loomrt_attention_strides &at,
+                       int64_t o, int64_t i, int64_t rows, int64_t cols,
+                       float *dst) {
+    int64_t base = o * at.outer + i * at.inner;
+    for (int64_t r = 0; r < rows; ++r)
+      widen(dtype, in, base + r * at.row, cols, dst + r * cols);
+  };
+  for (int64_t b = 0; b < outer * inner; ++b) {
+    int64_t o = b / inner, i = b % inner;
+    widenRows(q, strides[0], o, i, s, e, qData.data());
+    widenRows(k, strides[1], o, i, t, e, kData.data());
+    widenRows(v, strides[2], o, i, t, f, vData.data());
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s), int(t), int(e),
                 float(scale), qData.data(), int(e), kData.data(), int(e), 0.0f,
                 scores.data(), int(t));

@@ -58,8 +58,8 @@ struct Device {
   void *workspace = nullptr;
   size_t workspaceBytes = size_t(32) << 20;
   /// Growing scratch buffers, reused by every call (one stream orders them).
-  void *scratch[6] = {nullptr};
-  size_t scratchBytes[6] = {0};
+  void *scratch[9] = {nullptr};
+  size_t scratchBytes[9] = {0};
   /// The loopback mode's staging buffers and marks.
   std::vector<void *> staging;
   std::vector<size_t> stagingBytes;
@@ -1205,20 +1205,21 @@ template <int Dtype> struct WmmaType;
 template <> struct WmmaType<LOOMRT_BF16> { using type = __nv_bfloat16; };
 template <> struct WmmaType<LOOMRT_F16> { using type = __half; };
 
-/// Rows first..first+63 of a [rows, width] matrix into a kTile x kHead
-/// tile, zero beyond `rows` and `width`. Full-width rows (128 bytes) of
-/// 16-byte aligned matrices move as eight 16-byte packs per row.
+/// Rows first..first+63 of a [rows, width] matrix (`rowStride` elements
+/// apart) into a kTile x kHead tile, zero beyond `rows` and `width`.
+/// Full-width rows (128 bytes) move as eight 16-byte packs when the caller
+/// has checked that every row is 16-byte aligned.
 __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
                                   int64_t first, int64_t rows, int width,
-                                  bool packs) {
+                                  int64_t rowStride, bool packs) {
   if (packs) {
     constexpr int kPacks = kHead / 8;
     for (int i = threadIdx.x; i < kTile * kPacks; i += blockDim.x) {
       int64_t row = first + i / kPacks;
       uint4 pack = make_uint4(0, 0, 0, 0);
       if (row < rows)
-        pack =
-            reinterpret_cast<const uint4 *>(matrix + row * kHead)[i % kPacks];
+        pack = reinterpret_cast<const uint4 *>(matrix +
+                                               row * rowStride)[i % kPacks];
       reinterpret_cast<uint4 *>(tile)[i] = pack;
     }
     return;
@@ -1226,9 +1227,14 @@ __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
   for (int i = threadIdx.x; i < kTile * kHead; i += blockDim.x) {
     int64_t row = first + i / kHead;
     int col = i % kHead;
-    tile[i] = row < rows && col < width ? matrix[row * width + col] : 0;
+    tile[i] = row < rows && col < width ? matrix[row * rowStride + col] : 0;
   }
 }
+
+/// Element strides of attention's q, k and v, passed by value.
+struct AttentionStrides {
+  int64_t outer[3], inner[3], row[3];
+};
 
 /// One warp's 16 x (16 * tiles) block of a product on the tensor cores, in
 /// f32, stored row-major at `out` (kScoreStride floats per row): the sum
@@ -1268,8 +1274,10 @@ __device__ void warpTileProduct(const Element *a, int lda, int steps,
 template <int Dtype>
 __global__ void __launch_bounds__(128)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
-                         const uint16_t *v, uint16_t *out, int64_t s, int64_t t,
-                         int e, int f, int causal, float scale, bool packs) {
+                         const uint16_t *v, uint16_t *out, int64_t inner,
+                         int64_t s, int64_t t, int e, int f,
+                         AttentionStrides at, int causal, float scale,
+                         bool packs) {
   using namespace nvcuda;
   using Element = typename WmmaType<Dtype>::type;
   extern __shared__ __align__(128) unsigned char attentionShared[];
@@ -1283,11 +1291,14 @@ __global__ void __launch_bounds__(128)
   float *rowSum = rowMax + kTile, *rowScale = rowSum + kTile;
 
   const int64_t b = blockIdx.y, q0 = int64_t(blockIdx.x) * kTile;
+  const int64_t bo = b / inner, bi = b % inner;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const uint16_t *qb = q + b * s * e, *kb = k + b * t * e, *vb = v + b * t * f;
+  const uint16_t *qb = q + bo * at.outer[0] + bi * at.inner[0],
+                 *kb = k + bo * at.outer[1] + bi * at.inner[1],
+                 *vb = v + bo * at.outer[2] + bi * at.inner[2];
 
   // This block's queries, zero beyond s and beyond e.
-  loadAttentionTile(queries, qb, q0, s, e, packs);
+  loadAttentionTile(queries, qb, q0, s, e, at.row[0], packs);
   if (tid < kTile) {
     rowMax[tid] = -INFINITY;
     rowSum[tid] = 0.0f;
@@ -1303,8 +1314,8 @@ __global__ void __launch_bounds__(128)
   const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
   for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
     __syncthreads(); // the previous step is done with keys, values, scores
-    loadAttentionTile(keys, kb, k0, t, e, packs);
-    loadAttentionTile(values, vb, k0, t, f, packs);
+    loadAttentionTile(keys, kb, k0, t, e, at.row[1], packs);
+    loadAttentionTile(values, vb, k0, t, f, at.row[2], packs);
     __syncthreads();
     // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile. K^T
     // in column-major order is K in row-major order.
@@ -1425,37 +1436,77 @@ template <int Dtype> bool fusedAttentionFits() {
 
 template <int Dtype>
 bool launchFusedAttention(Device &d, const void *q, const void *k,
-                          const void *v, void *out, int64_t batch, int64_t s,
-                          int64_t t, int64_t e, int64_t f, int causal,
+                          const void *v, void *out, int64_t outer,
+                          int64_t inner, int64_t s, int64_t t, int64_t e,
+                          int64_t f, const AttentionStrides &at, int causal,
                           double scale) {
   if (!fusedAttentionFits<Dtype>())
     return false;
-  dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(batch));
+  // 16-byte packs need full-width rows that all start 16-byte aligned.
+  bool packs = e == kHead && f == kHead;
+  const void *bases[3] = {q, k, v};
+  for (int i = 0; i < 3; ++i)
+    packs = packs && aligned16(bases[i]) && at.outer[i] % 8 == 0 &&
+            at.inner[i] % 8 == 0 && at.row[i] % 8 == 0;
+  dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
   fusedAttentionKernel<Dtype><<<grid, 128, kAttentionSharedBytes, d.stream>>>(
       static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
-      static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), s, t,
-      int(e), int(f), causal, float(scale),
-      e == kHead && f == kHead && aligned16(q) && aligned16(k) && aligned16(v));
+      static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner, s,
+      t, int(e), int(f), at, causal, float(scale), packs);
   check(cudaGetLastError(), "fused attention");
   return true;
 }
 
+/// A strided attention operand as a contiguous [outer, inner, rows, cols]
+/// copy in scratch `slot` (in its own type), or the operand itself when it
+/// is contiguous already.
+const void *denseAttentionOperand(int dtype, const void *data,
+                                  const loomrt_attention_strides &at,
+                                  int64_t outer, int64_t inner, int64_t rows,
+                                  int64_t cols, int slot) {
+  if (at.row == cols && (inner == 1 || at.inner == rows * cols) &&
+      (outer == 1 || at.outer == inner * rows * cols))
+    return data;
+  loomrt_view view = {
+      4, {outer, inner, rows, cols}, {at.outer, at.inner, at.row, 1}};
+  loomrt_view none = {0, {}, {}};
+  int64_t count = outer * inner * rows * cols;
+  void *dense = scratch(slot, size_t(count) * elementBytes(dtype));
+  packKernel<<<blocksFor(count), 256, 0, device().stream>>>(
+      dtype, data, toView(view), toView(none), 1, dtype, dense, count);
+  check(cudaGetLastError(), "packing an attention operand");
+  return dense;
+}
+
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
-                                 const void *v, void *out, int64_t batch,
-                                 int64_t s, int64_t t, int64_t e, int64_t f,
+                                 const void *v, void *out, int64_t outer,
+                                 int64_t inner, int64_t s, int64_t t, int64_t e,
+                                 int64_t f,
+                                 const loomrt_attention_strides strides[3],
                                  int causal, double scale) {
   Device &d = device();
+  int64_t batch = outer * inner;
+  AttentionStrides at;
+  for (int i = 0; i < 3; ++i) {
+    at.outer[i] = strides[i].outer;
+    at.inner[i] = strides[i].inner;
+    at.row[i] = strides[i].row;
+  }
   if (fastKernels() && e <= kHead && f <= kHead && batch <= 65535 && s > 0 &&
       t > 0) {
     if (dtype == LOOMRT_BF16 &&
-        launchFusedAttention<LOOMRT_BF16>(d, q, k, v, out, batch, s, t, e, f,
-                                          causal, scale))
+        launchFusedAttention<LOOMRT_BF16>(d, q, k, v, out, outer, inner, s, t,
+                                          e, f, at, causal, scale))
       return;
     if (dtype == LOOMRT_F16 &&
-        launchFusedAttention<LOOMRT_F16>(d, q, k, v, out, batch, s, t, e, f,
-                                         causal, scale))
+        launchFusedAttention<LOOMRT_F16>(d, q, k, v, out, outer, inner, s, t, e,
+                                         f, at, causal, scale))
       return;
   }
+  // The batched GEMMs below read contiguous operands.
+  q = denseAttentionOperand(dtype, q, strides[0], outer, inner, s, e, 6);
+  k = denseAttentionOperand(dtype, k, strides[1], outer, inner, t, e, 7);
+  v = denseAttentionOperand(dtype, v, strides[2], outer, inner, t, f, 8);
   // scores[b] = scale * q[b] k[b]^T in f32 (row-major S x T): in cuBLAS's
   // column-major terms, scores^T = k q^T.
   float *scores = static_cast<float *>(scratch(3, size_t(batch * s * t) * 4));

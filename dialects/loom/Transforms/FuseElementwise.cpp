@@ -91,9 +91,9 @@ struct FuseElementwisePass
             use.set(cast.getInput());
           continue;
         }
-        bool fusable = isElementwise(user) ||
-                       (isa<SumOp, MeanOp, MaxOp>(user) &&
-                        use.getOperandNumber() == 0);
+        bool fusable =
+            isElementwise(user) ||
+            (isa<SumOp, MeanOp, MaxOp>(user) && use.getOperandNumber() == 0);
         if (!fusable)
           continue;
         OpBuilder builder(user);

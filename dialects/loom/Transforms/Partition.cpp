@@ -56,8 +56,8 @@ enum class Linearity {
 
 Linearity linearityOf(Operation *op) {
   // Integer division truncates: (a + b) / 3 is not a / 3 + b / 3.
-  if (isa<DivOp>(op) && isa<IntegerType>(
-                            getElementTypeOrSelf(op->getResult(0).getType())))
+  if (isa<DivOp>(op) &&
+      isa<IntegerType>(getElementTypeOrSelf(op->getResult(0).getType())))
     return Linearity::None;
   if (isa<AddOp, SubOp>(op))
     return Linearity::Sum;

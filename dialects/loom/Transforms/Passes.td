@@ -154,6 +154,26 @@ def LoomWidenFloats : Pass<"loom-widen-floats", "mlir::ModuleOp"> {
   let dependentDialects = ["loom::LoomDialect"];
 }
 
+def LoomContractionOrder : Pass<"loom-contraction-order", "mlir::func::FuncOp"> {
+  let summary = "Compute einsums that feed attention in the order a GEMM writes";
+  let description = [{
+    Part of the plan every backend shares. An einsum of two operands whose
+    result is read only as attention's q, k or v, and whose result letters
+    are not in the order a GEMM writes them (batch letters, then the first
+    operand's free letters in its order, then the second's in its order), is
+    computed in that order and read through a `loom.transpose`, which
+    attention reads as a view (no copy; dialects/loom/Transforms/Views.h).
+    The head-split projection `bsd,dhe->bhse` becomes `bsd,dhe->bshe`: one
+    [b*s, d] x [d, h*e] GEMM instead of one GEMM per batch entry and head
+    into a scattered layout, and attention reads q, k and v as
+    [b, h, s, e] with a row stride of h*e. The values are unchanged.
+  }];
+  let statistics = [
+    Statistic<"numReordered", "reordered", "Number of einsums computed in GEMM order">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group element-wise ops that share an iteration space into loom.fused";
   let description = [{
@@ -190,8 +210,10 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
     whose lives do not overlap share bytes. A value used inside a
     `loom.repeat` body but defined outside lives until the loop ends;
     a repeat's carried values live in one buffer for all iterations.
-    `loom.reshape` results and a repeat body's slices of stacked operands are
-    views into their operand's buffer and get no offset of their own.
+    `loom.reshape` results, a repeat body's slices of stacked operands and
+    transposes read only by contractions or as attention's q, k and v
+    (dialects/loom/Transforms/Views.h) are views into their operand's
+    buffer and get no offset of their own.
     Records `loom.offset` on function arguments, `loom.offsets` (one per
     result, -1 for a view) on ops and `loom.arena_bytes` on the function;
     `loomc --report` prints the peak.

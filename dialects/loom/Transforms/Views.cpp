@@ -10,11 +10,54 @@
 
 using namespace mlir;
 
+SmallVector<int64_t> loom::transposeStrides(Operation *op) {
+  auto transpose = cast<TransposeOp>(op);
+  ArrayRef<int64_t> shape = transpose.getInput().getType().getShape();
+  SmallVector<int64_t> inputStrides(shape.size(), 1);
+  for (int d = int(shape.size()) - 2; d >= 0; --d)
+    inputStrides[d] = inputStrides[d + 1] * shape[d + 1];
+  SmallVector<int64_t> strides;
+  for (int64_t dim : transpose.getPerm())
+    strides.push_back(inputStrides[dim]);
+  return strides;
+}
+
+bool loom::attentionView(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
+                         AttentionView &view) {
+  int rank = int(shape.size());
+  if (rank < 2 || (strides[rank - 1] != 1 && shape[rank - 1] != 1))
+    return false;
+  view = AttentionView();
+  view.rowStride = strides[rank - 2];
+  if (rank >= 3)
+    view.innerStride = strides[rank - 3];
+  // The outer batch dimensions merge when each steps over the next whole
+  // (dimensions of size 1 have no step).
+  int64_t expected = -1;
+  for (int d = rank - 4; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (expected < 0)
+      view.outerStride = strides[d];
+    else if (strides[d] != expected)
+      return false;
+    expected = strides[d] * shape[d];
+  }
+  return true;
+}
+
 bool loom::isTransposeView(Operation *op) {
   if (!isa<TransposeOp>(op) || op->use_empty())
     return false;
-  return llvm::all_of(op->getUsers(), [](Operation *user) {
-    return isa<MatmulOp, EinsumOp>(user);
+  Value result = op->getResult(0);
+  return llvm::all_of(op->getUsers(), [&](Operation *user) {
+    if (isa<MatmulOp, EinsumOp>(user))
+      return true;
+    auto attention = dyn_cast<AttentionOp>(user);
+    AttentionView view;
+    return attention &&
+           attentionView(cast<RankedTensorType>(result.getType()).getShape(),
+                         transposeStrides(op), view);
   });
 }
 

@@ -14,14 +14,34 @@
 #define LOOM_DIALECT_LOOM_TRANSFORMS_VIEWS_H
 
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace loom {
 
-/// Whether `op` is a transpose read only by contractions (matmul, einsum):
-/// they read its input through permuted strides, so it needs no buffer and
-/// no kernel. The tied output projection `h @ transpose(wte)` reads the
-/// embedding table as it is instead of a transposed copy.
+/// Whether `op` is a transpose that needs no buffer and no kernel: every
+/// user reads its input through permuted strides. Contractions (matmul,
+/// einsum) read any view; attention reads q, k and v views whose last
+/// dimension stays last and whose batch dimensions but the last merge into
+/// one stride (loomrt_attention_strides). The tied output projection
+/// `h @ transpose(wte)` reads the embedding table as it is, and attention
+/// reads head-split projections laid out [b, s, h, e] as [b, h, s, e].
 bool isTransposeView(mlir::Operation *op);
+
+/// A transpose's element strides into its input's (row-major) buffer, per
+/// result dimension.
+llvm::SmallVector<int64_t> transposeStrides(mlir::Operation *transpose);
+
+/// Attention's view of a [..., rows, cols] operand with these element
+/// strides: the batch dimensions as `outer` (all but the last, which must
+/// merge into one stride) and `inner` (the last), and the row stride;
+/// false when it does not fit (columns not contiguous, outer dims that do
+/// not merge).
+struct AttentionView {
+  int64_t outerStride = 0, innerStride = 0, rowStride = 0;
+};
+bool attentionView(llvm::ArrayRef<int64_t> shape,
+                   llvm::ArrayRef<int64_t> strides, AttentionView &view);
 
 /// The value whose buffer `value` uses (reshape and shard results, a
 /// repeat's carried and stacked arguments, transposes read only by

@@ -324,6 +324,29 @@ model TransposeViews(x: f32[B<dp>, S, D], w: f32[F, D<tp>])
 }
 """)
 
+model("attention-gemm-order")("""
+mesh m = [%MESH%]
+const B = 4, S = 8, D = 16, H = 4, E = 4, G = 2
+// Einsums read only by attention are computed in GEMM order ([b, s, h, e])
+// and read through strides (loom-contraction-order): heads after the batch,
+// heads before it, and two batch dimensions that do not merge (left as
+// they are); heads split over tp.
+model AttentionGemmOrder(x: f32[B<dp>, S, D])
+    -> (a: f32[B<dp>, H<tp>, S, E], b: f32[H<tp>, B<dp>, S, E], c: f32[B<dp>, G, H, S, E]) {
+  param wq: f32[D, H<tp>, E] = normal(0.5)
+  param wk: f32[D, H<tp>, E] = normal(0.5)
+  param wv: f32[D, H<tp>, E] = normal(0.5)
+  param wg: f32[D, G, H, E] = normal(0.5)
+  a = attention(einsum("bsd,dhe->bhse", x, wq), einsum("bsd,dhe->bhse", x, wk),
+                einsum("bsd,dhe->bhse", x, wv), causal = true)
+  b = attention(einsum("bsd,dhe->hbse", x, wq), einsum("bsd,dhe->hbse", x, wk),
+                einsum("bsd,dhe->hbse", x, wv))
+  g = einsum("bsd,dghe->bghse", x, wg)
+  c = attention(g, g, g, causal = true)
+  return a, b, c
+}
+""")
+
 model("concat-split")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8, D2 = 16, B2 = 16, S3 = 12
