@@ -233,9 +233,10 @@ def derive_gemms(code: str) -> list[Gemm]:
         call = re.search(r"loomrt_attention\((.*)\);", text)
         if call:
             args = split_args(call.group(1))
-            batch, s, t, e, f = (int(x) for x in args[5:10])
-            g = Gemm("attention", label, reps, enclosing, batch=batch, s=s, t=t, e=e, f=f,
-                     scale=float(args[11]))
+            # (dtype, q, k, v, out, outer, inner, s, t, e, f, strides, causal, scale)
+            outer, inner, s, t, e, f = (int(x) for x in args[5:11])
+            g = Gemm("attention", label, reps, enclosing, batch=outer * inner, s=s, t=t,
+                     e=e, f=f, scale=float(args[13]))
             # loomrt_attention copies q, k, v per batch into f32 buffers
             # (widening them unless f32) and stores the result (rounding it).
             wide = args[0] != "LOOMRT_F32"

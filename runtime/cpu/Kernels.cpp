@@ -582,10 +582,10 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
       widen(dtype, in, base + r * at.row, cols, dst + r * cols);
   };
   for (int64_t b = 0; b < outer * inner; ++b) {
-    int64_t o = b / inner, i = b % inner;
-    widenRows(q, strides[0], o, i, s, e, qData.data());
-    widenRows(k, strides[1], o, i, t, e, kData.data());
-    widenRows(v, strides[2], o, i, t, f, vData.data());
+    int64_t bo = b / inner, bi = b % inner;
+    widenRows(q, strides[0], bo, bi, s, e, qData.data());
+    widenRows(k, strides[1], bo, bi, t, e, kData.data());
+    widenRows(v, strides[2], bo, bi, t, f, vData.data());
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s), int(t), int(e),
                 float(scale), qData.data(), int(e), kData.data(), int(e), 0.0f,
                 scores.data(), int(t));

@@ -83,7 +83,6 @@ struct ContractionOrderPass
         EinsumOp::create(builder, einsum.getLoc(), type.clone(shape),
                          builder.getStringAttr((inputs + "->" + natural).str()),
                          einsum.getInputs());
-    gemm->setDiscardableAttrs(einsum->getDiscardableAttrDictionary());
     auto transpose =
         TransposeOp::create(builder, einsum.getLoc(), type, gemm.getResult(),
                             builder.getDenseI64ArrayAttr(perm));

@@ -157,8 +157,9 @@ def LoomWidenFloats : Pass<"loom-widen-floats", "mlir::ModuleOp"> {
 def LoomContractionOrder : Pass<"loom-contraction-order", "mlir::func::FuncOp"> {
   let summary = "Compute einsums that feed attention in the order a GEMM writes";
   let description = [{
-    Part of the plan every backend shares. An einsum of two operands whose
-    result is read only as attention's q, k or v, and whose result letters
+    Part of the plan every backend shares; it runs on the per-device
+    program (after loom-partition, which has dropped the shardings). An
+    einsum of two operands whose result is read only as attention's q, k or v, and whose result letters
     are not in the order a GEMM writes them (batch letters, then the first
     operand's free letters in its order, then the second's in its order), is
     computed in that order and read through a `loom.transpose`, which
