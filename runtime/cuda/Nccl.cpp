@@ -228,11 +228,10 @@ public:
             int dtype, const void *in, int64_t count) override {
     ncclComm_t comm = communicator(rt, &axis, 1, what);
     size_t bytes = size_t(count) * elementBytes(dtype);
-    int slot = takeSendSlot();
-    void *staged = staging().staging(slot, bytes);
+    void *staged = staging().staging(kSendSlots + sendsThisStep++, bytes);
     staging().copy2d(staged, bytes, in, bytes, bytes, 1);
-    held.push_back({comm, axis, offset, axisNeighbour(rt, axis, offset), staged,
-                    bytes, slot});
+    held.push_back(
+        {comm, axis, offset, axisNeighbour(rt, axis, offset), staged, bytes});
   }
 
   void recv(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
@@ -259,7 +258,10 @@ public:
         comm);
   }
 
-  void endStep(loomrt_ctx *rt) override { issueHeldSends(rt); }
+  void endStep(loomrt_ctx *rt) override {
+    issueHeldSends(rt);
+    sendsThisStep = 0;
+  }
 
   /// Stops the watchdog (the step was synchronised: nothing is pending)
   /// and finalises the communicators, polling as for every NCCL call.
@@ -303,11 +305,12 @@ private:
     int peer;
     void *data;
     size_t bytes;
-    int slot;
   };
   std::vector<HeldSend> held;
-  std::vector<int> freeSendSlots;
-  int sendSlots = 0;
+  /// The k-th send of a step stages in slot kSendSlots + k: never reused
+  /// within the step (so never grown while NCCL may still read it), and
+  /// in later steps by the same send, at the same size.
+  int sendsThisStep = 0;
 
   static const LoopbackOps &staging() { return *deviceOps().loopback; }
   static cudaStream_t stream(loomrt_ctx *rt) {
@@ -350,9 +353,7 @@ private:
   }
 
   /// `sends`, then `more` (given the status so far), in one NCCL group;
-  /// waits until every communicator involved has taken it. The sends'
-  /// staging slots are free again: later writes to them follow on the
-  /// stream.
+  /// waits until every communicator involved has taken it.
   template <typename More>
   void issueGroup(loomrt_ctx *rt, const std::string &what,
                   const std::vector<HeldSend> &sends, More more,
@@ -368,7 +369,6 @@ private:
       if (std::find(involved.begin(), involved.end(), send.comm) ==
           involved.end())
         involved.push_back(send.comm);
-      freeSendSlots.push_back(send.slot);
     }
     status = more(status);
     ncclResult_t end = ncclGroupEnd();
@@ -391,14 +391,6 @@ private:
     issueGroup(
         rt, "the sends held back for a receive that did not come", sends,
         [](ncclResult_t status) { return status; }, nullptr);
-  }
-
-  int takeSendSlot() {
-    if (freeSendSlots.empty())
-      return kSendSlots + sendSlots++;
-    int slot = freeSendSlots.back();
-    freeSendSlots.pop_back();
-    return slot;
   }
 
   /// The watchdog gets an event recorded after the work on the stream.
