@@ -115,28 +115,25 @@ bool loomrt::planStridedGemm(const loomrt_contraction &c, StridedGemm &plan,
 
   // D = C^T = B^T A^T when C's n stride is the unit one, else D = C = A B.
   StridedGemm p;
-  int64_t rowsStrideX, depthStrideX, depthStrideY, colsStrideY, colsStrideD;
-  if (n.size == 1 || n.stride[2] == 1) {
-    p.xIsA = false;
-    p.rows = n.size;
-    p.cols = m.size;
-    rowsStrideX = n.stride[1];
-    depthStrideX = k.stride[1];
-    depthStrideY = k.stride[0];
-    colsStrideY = m.stride[0];
-    colsStrideD = m.stride[2];
-  } else if (m.size == 1 || m.stride[2] == 1) {
-    p.xIsA = true;
-    p.rows = m.size;
-    p.cols = n.size;
-    rowsStrideX = m.stride[0];
-    depthStrideX = k.stride[0];
-    depthStrideY = k.stride[1];
-    colsStrideY = n.stride[1];
-    colsStrideD = n.stride[2];
-  } else {
+  int64_t rowsStrideX = 0, depthStrideX = 0, depthStrideY = 0, colsStrideY = 0,
+          colsStrideD = 0;
+  // D's rows are `rows` (read from operand x), its columns `cols` (from y).
+  auto orient = [&](const Dim &rows, const Dim &cols, int x, int y) {
+    p.xIsA = x == 0;
+    p.rows = rows.size;
+    p.cols = cols.size;
+    rowsStrideX = rows.stride[x];
+    depthStrideX = k.stride[x];
+    depthStrideY = k.stride[y];
+    colsStrideY = cols.stride[y];
+    colsStrideD = cols.stride[2];
+  };
+  if (n.size == 1 || n.stride[2] == 1)
+    orient(n, m, 1, 0);
+  else if (m.size == 1 || m.stride[2] == 1)
+    orient(m, n, 0, 1);
+  else
     return false;
-  }
   p.depth = k.size;
   bool transD = false;
   if (!fit(p.rows, p.depth, rowsStrideX, depthStrideX, p.transX, p.ldx) ||

@@ -19,6 +19,7 @@
 #include "runtime/Safetensors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -38,20 +39,6 @@ struct Tensor {
   std::vector<double> values; // integers are exact up to 2^53
   int64_t size() const { return int64_t(values.size()); }
 };
-
-int64_t product(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int d = int(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
 
 SmallVector<int64_t> unravel(int64_t index, ArrayRef<int64_t> shape) {
   SmallVector<int64_t> out(shape.size());
@@ -96,7 +83,7 @@ Tensor makeTensor(Value v) {
   Tensor t;
   t.element = elementOf(v);
   t.shape.assign(shapeOf(v).begin(), shapeOf(v).end());
-  t.values.assign(size_t(product(t.shape)), 0.0);
+  t.values.assign(size_t(computeProduct(t.shape)), 0.0);
   return t;
 }
 
@@ -323,15 +310,15 @@ LogicalResult Interpreter::einsum(Operation *op, StringRef spec,
   Tensor out = makeTensor(result);
   bool integer = out.element.isInteger();
   std::vector<double> acc(size_t(out.size()), 0.0);
-  int64_t total = product(extents);
-  SmallVector<int64_t> outStrides = stridesOf(out.shape);
+  int64_t total = computeProduct(extents);
+  SmallVector<int64_t> outStrides = computeStrides(out.shape);
   for (int64_t n = 0; n < total; ++n) {
     SmallVector<int64_t> index = unravel(n, extents);
     auto at = [&](char c) { return index[letters.find(c)]; };
     double term = 1.0;
     for (auto [i, operand] : llvm::enumerate(inputs)) {
       const Tensor &t = get(operand);
-      SmallVector<int64_t> strides = stridesOf(t.shape);
+      SmallVector<int64_t> strides = computeStrides(t.shape);
       int64_t linear = 0;
       for (auto [d, c] : llvm::enumerate(inLetters[i]))
         linear += at(c) * strides[d];
@@ -491,8 +478,9 @@ LogicalResult Interpreter::runOp(Operation *op) {
     const Tensor &x = get(softmax.getInput());
     Tensor out = makeTensor(softmax.getResult());
     int64_t dim = softmax.getDim(), n = x.shape[dim];
-    int64_t inner = product(ArrayRef<int64_t>(x.shape).drop_front(dim + 1));
-    int64_t outer = product(ArrayRef<int64_t>(x.shape).take_front(dim));
+    int64_t inner =
+        computeProduct(ArrayRef<int64_t>(x.shape).drop_front(dim + 1));
+    int64_t outer = computeProduct(ArrayRef<int64_t>(x.shape).take_front(dim));
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
         auto at = [&](int64_t j) { return (o * n + j) * inner + i; };
@@ -618,7 +606,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     const Tensor &x = get(transpose.getInput());
     Tensor out = makeTensor(transpose.getResult());
-    SmallVector<int64_t> inStrides = stridesOf(x.shape);
+    SmallVector<int64_t> inStrides = computeStrides(x.shape);
     ArrayRef<int64_t> perm = transpose.getPerm();
     for (int64_t i = 0; i < out.size(); ++i) {
       SmallVector<int64_t> index = unravel(i, out.shape);
@@ -638,7 +626,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
       for (Value input : concat.getInputs()) {
         const Tensor &t = get(input);
         if (index[dim] < t.shape[dim]) {
-          SmallVector<int64_t> strides = stridesOf(t.shape);
+          SmallVector<int64_t> strides = computeStrides(t.shape);
           int64_t linear = 0;
           for (size_t d = 0; d < index.size(); ++d)
             linear += index[d] * strides[d];
@@ -653,7 +641,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
   }
   if (isa<SplitOp, SliceOp>(op)) {
     const Tensor &x = get(op->getOperand(0));
-    SmallVector<int64_t> inStrides = stridesOf(x.shape);
+    SmallVector<int64_t> inStrides = computeStrides(x.shape);
     int64_t start = 0;
     for (Value result : op->getResults()) {
       Tensor out = makeTensor(result);

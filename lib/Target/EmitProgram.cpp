@@ -18,6 +18,7 @@
 #include "dialects/loom/Transforms/Views.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -85,25 +86,11 @@ std::string list(ArrayRef<int64_t> values) {
          "}";
 }
 
-int64_t product(ArrayRef<int64_t> values) {
-  int64_t n = 1;
-  for (int64_t v : values)
-    n *= v;
-  return n;
-}
-
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int d = int(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 /// The element stride of a row-major `shape` along each dimension of a
 /// `rank`-dimensional iteration space it broadcasts to (numpy rules: aligned
 /// at the right; 0 where it has no such dimension or size 1).
 SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape, int rank) {
-  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  SmallVector<int64_t> strides = computeStrides(shape);
   SmallVector<int64_t> perDim(rank, 0);
   for (int d = 0; d < rank; ++d) {
     int dim = d - (rank - int(shape.size()));
@@ -485,7 +472,7 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     stride *= space[d];
     outCount *= space[d];
   }
-  SmallVector<int64_t> spaceStrides = rowMajorStrides(space);
+  SmallVector<int64_t> spaceStrides = computeStrides(space);
   auto linear = [&](ArrayRef<int64_t> perDim) {
     std::string text;
     for (int d = 0; d < rank; ++d)
@@ -556,7 +543,7 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     // reduced elements (coalesced) and combine in a fixed tree, so every
     // run adds in the same order.
     const char *index =
-        product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+        computeProduct(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
     SmallVector<std::string> inNames;
     std::string kernel = beginKernel(inputs, result, where, inNames);
     globalsOs << "  __shared__ " << accType << " partial[256];\n"
@@ -581,7 +568,7 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     // One thread per output element walks its reduced elements: no atomics,
     // the same order of additions every run.
     const char *index =
-        product(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+        computeProduct(space) < (int64_t(1) << 31) ? "int32_t" : "int64_t";
     SmallVector<std::string> inNames;
     std::string kernel = beginKernel(inputs, result, where, inNames);
     globalsOs << "  for (" << index << " o = blockIdx.x * (" << index
@@ -641,8 +628,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
   }
   ArrayRef<int64_t> shape = tensorType(result).getShape();
   int rank = int(shape.size());
-  SmallVector<int64_t> outStrides = rowMajorStrides(shape);
-  int64_t count = product(shape);
+  SmallVector<int64_t> outStrides = computeStrides(shape);
+  int64_t count = computeProduct(shape);
 
   // Each input's stride per output dimension (0 where it broadcasts). When
   // every input is either the output's shape or a scalar, one flat index
@@ -652,8 +639,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
   for (Value input : inputs) {
     ArrayRef<int64_t> inShape = tensorType(input).getShape();
     SmallVector<int64_t> perDim = broadcastStrides(inShape, rank);
-    bool full =
-        perDim == ArrayRef<int64_t>(outStrides) || product(inShape) == count;
+    bool full = perDim == ArrayRef<int64_t>(outStrides) ||
+                computeProduct(inShape) == count;
     bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
     flat &= full || scalar;
     strides.push_back(perDim);
@@ -740,7 +727,7 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 std::pair<Value, SmallVector<int64_t>> contractionOperand(Value operand) {
   auto transpose = operand.getDefiningOp<TransposeOp>();
   if (!transpose || !isTransposeView(transpose))
-    return {operand, rowMajorStrides(tensorType(operand).getShape())};
+    return {operand, computeStrides(tensorType(operand).getShape())};
   return {transpose.getInput(), transposeStrides(transpose)};
 }
 
@@ -758,7 +745,7 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   auto [bStorage, bStrides] =
       b ? contractionOperand(b) : std::pair<Value, SmallVector<int64_t>>();
   ArrayRef<int64_t> oShape = tensorType(out).getShape();
-  SmallVector<int64_t> oStrides = rowMajorStrides(oShape);
+  SmallVector<int64_t> oStrides = computeStrides(oShape);
   auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
     int64_t s = 0; // a repeated letter walks the diagonal
     for (auto [i, l] : llvm::enumerate(letters))
@@ -928,8 +915,8 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
     return failure();
   };
   auto outerAndChunk = [](ArrayRef<int64_t> shape, int64_t dim) {
-    return std::to_string(product(shape.take_front(dim))) + ", " +
-           std::to_string(product(shape.drop_front(dim)));
+    return std::to_string(computeProduct(shape.take_front(dim))) + ", " +
+           std::to_string(computeProduct(shape.drop_front(dim)));
   };
   std::string where = site(op);
   if (auto ar = dyn_cast<AllReduceOp>(op)) {
@@ -1117,9 +1104,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     int64_t dim = softmax.getDim();
     line() << "loomrt_softmax(" << dtype(softmax.getInput()) << ", "
            << pointer(softmax.getInput()) << ", "
-           << pointer(softmax.getResult()) << ", " << product(s.take_front(dim))
-           << ", " << s[dim] << ", " << product(s.drop_front(dim + 1))
-           << "); // loom.softmax at " << where() << "\n";
+           << pointer(softmax.getResult()) << ", "
+           << computeProduct(s.take_front(dim)) << ", " << s[dim] << ", "
+           << computeProduct(s.drop_front(dim + 1)) << "); // loom.softmax at "
+           << where() << "\n";
     return success();
   }
   if (isa<LayerNormOp, RMSNormOp>(op)) {
@@ -1159,7 +1147,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     globalsOs << "static const loomrt_attention_strides " << table << "[3] = {"
               << llvm::join(strides, ", ") << "};\n";
     int64_t inner = rank >= 3 ? q[rank - 3] : 1,
-            outer = rank >= 3 ? product(q.drop_back(3)) : 1;
+            outer = rank >= 3 ? computeProduct(q.drop_back(3)) : 1;
     line() << "loomrt_attention(" << dtype(attention.getQuery()) << ", "
            << llvm::join(pointers, ", ") << ", "
            << pointer(attention.getResult()) << ", " << outer << ", " << inner
@@ -1234,8 +1222,9 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       int64_t size = shape(input)[dim];
       line() << "loomrt_insert(" << dtype(input) << ", " << pointer(input)
              << ", " << pointer(concat.getResult()) << ", "
-             << product(out.take_front(dim)) << ", " << size << ", " << out[dim]
-             << ", " << start << ", " << product(out.drop_front(dim + 1))
+             << computeProduct(out.take_front(dim)) << ", " << size << ", "
+             << out[dim] << ", " << start << ", "
+             << computeProduct(out.drop_front(dim + 1))
              << "); // loom.concat at " << where() << "\n";
       start += size;
     }
@@ -1249,9 +1238,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       int64_t size = shape(result)[dim];
       line() << "loomrt_extract(" << dtype(result) << ", "
              << pointer(split.getInput()) << ", " << pointer(result) << ", "
-             << product(in.take_front(dim)) << ", " << in[dim] << ", " << size
-             << ", " << start << ", " << product(in.drop_front(dim + 1))
-             << "); // loom.split at " << where() << "\n";
+             << computeProduct(in.take_front(dim)) << ", " << in[dim] << ", "
+             << size << ", " << start << ", "
+             << computeProduct(in.drop_front(dim + 1)) << "); // loom.split at "
+             << where() << "\n";
       start += size;
     }
     return success();

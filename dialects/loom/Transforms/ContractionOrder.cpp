@@ -69,13 +69,8 @@ struct ContractionOrderPass
     for (char c : out)
       perm.push_back(int64_t(StringRef(natural).find(c)));
     // Only where attention reads the transpose as it is.
-    SmallVector<int64_t> strides(shape.size(), 1), viewStrides;
-    for (int d = int(shape.size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * shape[d + 1];
-    for (int64_t dim : perm)
-      viewStrides.push_back(strides[dim]);
     AttentionView view;
-    if (!attentionView(type.getShape(), viewStrides, view))
+    if (!attentionView(type.getShape(), transposeStrides(shape, perm), view))
       return;
 
     OpBuilder builder(einsum);

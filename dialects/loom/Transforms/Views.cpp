@@ -8,18 +8,19 @@
 
 #include "dialects/loom/IR/LoomOps.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+
 using namespace mlir;
 
 SmallVector<int64_t> loom::transposeStrides(Operation *op) {
   auto transpose = cast<TransposeOp>(op);
-  ArrayRef<int64_t> shape = transpose.getInput().getType().getShape();
-  SmallVector<int64_t> inputStrides(shape.size(), 1);
-  for (int d = int(shape.size()) - 2; d >= 0; --d)
-    inputStrides[d] = inputStrides[d + 1] * shape[d + 1];
-  SmallVector<int64_t> strides;
-  for (int64_t dim : transpose.getPerm())
-    strides.push_back(inputStrides[dim]);
-  return strides;
+  return transposeStrides(transpose.getInput().getType().getShape(),
+                          transpose.getPerm());
+}
+
+SmallVector<int64_t> loom::transposeStrides(ArrayRef<int64_t> inputShape,
+                                            ArrayRef<int64_t> perm) {
+  return applyPermutation(computeStrides(inputShape), perm);
 }
 
 bool loom::attentionView(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,

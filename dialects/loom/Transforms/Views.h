@@ -29,8 +29,10 @@ namespace loom {
 bool isTransposeView(mlir::Operation *op);
 
 /// A transpose's element strides into its input's (row-major) buffer, per
-/// result dimension.
+/// result dimension (result dimension i is input dimension perm[i]).
 llvm::SmallVector<int64_t> transposeStrides(mlir::Operation *transpose);
+llvm::SmallVector<int64_t> transposeStrides(llvm::ArrayRef<int64_t> inputShape,
+                                            llvm::ArrayRef<int64_t> perm);
 
 /// Attention's view of a [..., rows, cols] operand with these element
 /// strides: the batch dimensions as `outer` (all but the last, which must
