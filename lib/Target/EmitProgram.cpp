@@ -201,7 +201,7 @@ private:
              std::to_string(bytesOf(argument.getType())) + ")";
     }
     Operation *op = value.getDefiningOp();
-    if (isa<ReshapeOp, ShardOp>(op))
+    if (isView(op)) // a transpose view is read through its strides
       return pointer(op->getOperand(0));
     auto offsets =
         op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
@@ -722,13 +722,13 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-/// The buffer a contraction reads `operand` from, and the operand's strides
-/// in it: a transpose view (Views.h) is its input with permuted strides.
-std::pair<Value, SmallVector<int64_t>> contractionOperand(Value operand) {
+/// An operand's element strides in its buffer (where `pointer` points): a
+/// transpose view (Views.h) is its input with permuted strides.
+SmallVector<int64_t> stridesInBuffer(Value operand) {
   auto transpose = operand.getDefiningOp<TransposeOp>();
   if (!transpose || !isTransposeView(transpose))
-    return {operand, computeStrides(tensorType(operand).getShape())};
-  return {transpose.getInput(), transposeStrides(transpose)};
+    return computeStrides(tensorType(operand).getShape());
+  return transposeStrides(transpose);
 }
 
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
@@ -740,10 +740,10 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   StringRef aLetters = inputs.split(',').first,
             bLetters = inputs.split(',').second;
   ArrayRef<int64_t> aShape = tensorType(a).getShape();
-  auto [aStorage, aStrides] = contractionOperand(a);
+  SmallVector<int64_t> aStrides = stridesInBuffer(a);
   ArrayRef<int64_t> bShape = b ? tensorType(b).getShape() : ArrayRef<int64_t>();
-  auto [bStorage, bStrides] =
-      b ? contractionOperand(b) : std::pair<Value, SmallVector<int64_t>>();
+  SmallVector<int64_t> bStrides =
+      b ? stridesInBuffer(b) : SmallVector<int64_t>();
   ArrayRef<int64_t> oShape = tensorType(out).getShape();
   SmallVector<int64_t> oStrides = computeStrides(oShape);
   auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
@@ -811,10 +811,9 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
             << ",\n    "
             << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides)
             << "};\n";
-  line() << "loomrt_contract(rt, &" << name << ", " << pointer(aStorage) << ", "
-         << (b ? pointer(bStorage) : "nullptr") << ", " << pointer(out)
-         << "); // " << op->getName() << " at " << formatSourceLoc(op->getLoc())
-         << "\n";
+  line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
+         << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
+         << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
   return success();
 }
 
@@ -1054,8 +1053,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   };
   auto shape = [](Value v) { return tensorType(v).getShape(); };
   auto where = [&]() { return formatSourceLoc(op->getLoc()); };
-  if (isa<ReshapeOp, ShardOp, YieldOp, func::ReturnOp>(op) ||
-      isTransposeView(op))
+  if (isa<YieldOp, func::ReturnOp>(op) || isView(op))
     return success(); // views, and terminators handled by their parents
   if (auto constant = dyn_cast<ConstantOp>(op))
     return emitConstant(constant);
@@ -1135,11 +1133,11 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     SmallVector<std::string> pointers, strides;
     for (Value operand :
          {attention.getQuery(), attention.getKey(), attention.getValue()}) {
-      auto [storage, steps] = contractionOperand(operand);
+      SmallVector<int64_t> steps = stridesInBuffer(operand);
       AttentionView view;
       if (!attentionView(shape(operand), steps, view))
         return fail(op, "attention cannot read this operand's layout");
-      pointers.push_back(pointer(storage));
+      pointers.push_back(pointer(operand));
       strides.push_back(llvm::formatv("{{{0}, {1}, {2}}", view.outerStride,
                                       view.innerStride, view.rowStride));
     }

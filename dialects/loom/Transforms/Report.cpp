@@ -115,9 +115,9 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
     function.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<FusedOp>(op->getParentOp()))
         return WalkResult::skip();
-      if (isa<CollectiveOpInterface, RepeatOp, ShardOp, ReshapeOp, YieldOp,
-              func::ReturnOp, ConstantOp, func::FuncOp>(op) ||
-          isTransposeView(op))
+      if (isa<CollectiveOpInterface, RepeatOp, YieldOp, func::ReturnOp,
+              ConstantOp, func::FuncOp>(op) ||
+          isView(op))
         return WalkResult::advance();
       KernelInfo info;
       info.op = op;

@@ -62,6 +62,10 @@ bool loom::isTransposeView(Operation *op) {
   });
 }
 
+bool loom::isView(Operation *op) {
+  return op->getNumResults() == 1 && viewedValue(op->getResult(0));
+}
+
 Value loom::viewedValue(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();

@@ -45,6 +45,10 @@ struct AttentionView {
 bool attentionView(llvm::ArrayRef<int64_t> shape,
                    llvm::ArrayRef<int64_t> strides, AttentionView &view);
 
+/// Whether `op`'s results are views (reshape, shard, a transpose view): no
+/// buffer, no kernel. The memory plan, the report and the emitters ask this.
+bool isView(mlir::Operation *op);
+
 /// The value whose buffer `value` uses (reshape and shard results, a
 /// repeat's carried and stacked arguments, transposes read only by
 /// contractions), or null when it has a buffer of its own.
