@@ -722,15 +722,6 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-/// An operand's element strides in its buffer (where `pointer` points): a
-/// transpose view (Views.h) is its input with permuted strides.
-SmallVector<int64_t> stridesInBuffer(Value operand) {
-  auto transpose = operand.getDefiningOp<TransposeOp>();
-  if (!transpose || !isTransposeView(transpose))
-    return computeStrides(tensorType(operand).getShape());
-  return transposeStrides(transpose);
-}
-
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
   // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
@@ -745,7 +736,7 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   SmallVector<int64_t> bStrides =
       b ? stridesInBuffer(b) : SmallVector<int64_t>();
   ArrayRef<int64_t> oShape = tensorType(out).getShape();
-  SmallVector<int64_t> oStrides = computeStrides(oShape);
+  SmallVector<int64_t> oStrides = stridesInBuffer(out);
   auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
     int64_t s = 0; // a repeated letter walks the diagonal
     for (auto [i, l] : llvm::enumerate(letters))
@@ -762,27 +753,8 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
         return bShape[i];
     return 1;
   };
-  std::string batch, m, n, k, aSum, bSum;
-  SmallVector<char> seen;
-  for (char c : (aLetters + bLetters).str()) {
-    if (llvm::is_contained(seen, c))
-      continue;
-    seen.push_back(c);
-    bool inA = aLetters.contains(c), inB = bLetters.contains(c),
-         inOut = outLetters.contains(c);
-    if (inA && inB && inOut)
-      batch += c;
-    else if (inA && inB)
-      k += c;
-    else if (inA && inOut)
-      m += c;
-    else if (inB && inOut)
-      n += c;
-    else if (inA)
-      aSum += c;
-    else
-      bSum += c;
-  }
+  auto [batch, m, n, k, aSum, bSum] =
+      contractionLetters(aLetters, bLetters, outLetters);
   auto view = [&](std::initializer_list<std::pair<StringRef, bool>> groups,
                   StringRef letters, ArrayRef<int64_t> strides) {
     SmallVector<int64_t> sizes, steps;
@@ -1128,27 +1100,28 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
                       k = shape(attention.getKey()),
                       v = shape(attention.getValue());
     int64_t rank = int64_t(q.size());
-    // q, k and v are read where they are, through their strides (a
-    // transpose view of a projection laid out [b, s, h, e], Views.h).
+    // q, k, v and the result are where they are, through their strides
+    // (Views.h): head-split projections laid out [b, s, h, e] are read,
+    // and a result laid out so for the out-projection is written, as
+    // [b, h, s, e].
     SmallVector<std::string> pointers, strides;
-    for (Value operand :
-         {attention.getQuery(), attention.getKey(), attention.getValue()}) {
+    for (Value operand : {attention.getQuery(), attention.getKey(),
+                          attention.getValue(), attention.getResult()}) {
       SmallVector<int64_t> steps = stridesInBuffer(operand);
       AttentionView view;
       if (!attentionView(shape(operand), steps, view))
-        return fail(op, "attention cannot read this operand's layout");
+        return fail(op, "attention cannot access this operand's layout");
       pointers.push_back(pointer(operand));
       strides.push_back(llvm::formatv("{{{0}, {1}, {2}}", view.outerStride,
                                       view.innerStride, view.rowStride));
     }
     std::string table = fresh("kAttention");
-    globalsOs << "static const loomrt_attention_strides " << table << "[3] = {"
+    globalsOs << "static const loomrt_attention_strides " << table << "[4] = {"
               << llvm::join(strides, ", ") << "};\n";
     int64_t inner = rank >= 3 ? q[rank - 3] : 1,
             outer = rank >= 3 ? computeProduct(q.drop_back(3)) : 1;
     line() << "loomrt_attention(" << dtype(attention.getQuery()) << ", "
-           << llvm::join(pointers, ", ") << ", "
-           << pointer(attention.getResult()) << ", " << outer << ", " << inner
+           << llvm::join(pointers, ", ") << ", " << outer << ", " << inner
            << ", " << q[rank - 2] << ", " << k[rank - 2] << ", " << q[rank - 1]
            << ", " << v[rank - 1] << ", " << table << ", "
            << (attention.getCausal() ? 1 : 0) << ", "

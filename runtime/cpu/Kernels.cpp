@@ -566,7 +566,7 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
                                  const void *v, void *out, int64_t outer,
                                  int64_t inner, int64_t s, int64_t t, int64_t e,
                                  int64_t f,
-                                 const loomrt_attention_strides strides[3],
+                                 const loomrt_attention_strides strides[4],
                                  int causal, double scale) {
   // Per batch: scores = q k^T (one GEMM), masked row softmax, then p v (one
   // GEMM); everything in f32, rounded once at the end.
@@ -602,8 +602,11 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s), int(f),
                 int(t), 1.0f, scores.data(), int(t), vData.data(), int(f), 0.0f,
                 result.data(), int(f));
-    for (int64_t j = 0; j < s * f; ++j)
-      store(dtype, out, b * s * f + j, result[j]);
+    const loomrt_attention_strides &at = strides[3];
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = 0; j < f; ++j)
+        store(dtype, out, bo * at.outer + bi * at.inner + i * at.row + j,
+              result[i * f + j]);
   }
 }
 

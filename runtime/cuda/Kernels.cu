@@ -1231,9 +1231,9 @@ __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
   }
 }
 
-/// Element strides of attention's q, k and v, passed by value.
+/// Element strides of attention's q, k, v and out, passed by value.
 struct AttentionStrides {
-  int64_t outer[3], inner[3], row[3];
+  int64_t outer[4], inner[4], row[4];
 };
 
 /// One warp's 16 x (16 * tiles) block of a product on the tensor cores, in
@@ -1296,6 +1296,7 @@ __global__ void __launch_bounds__(128)
   const uint16_t *qb = q + bo * at.outer[0] + bi * at.inner[0],
                  *kb = k + bo * at.outer[1] + bi * at.inner[1],
                  *vb = v + bo * at.outer[2] + bi * at.inner[2];
+  uint16_t *ob = out + bo * at.outer[3] + bi * at.inner[3];
 
   // This block's queries, zero beyond s and beyond e.
   loadAttentionTile(queries, qb, q0, s, e, at.row[0], packs);
@@ -1409,7 +1410,7 @@ __global__ void __launch_bounds__(128)
       if (col >= f)
         continue;
       float y = acc[i][c] / total;
-      out[(b * s + query) * f + col] =
+      ob[query * at.row[3] + col] =
           Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(y) : loomrt_f32_to_f16(y);
     }
   }
@@ -1457,6 +1458,14 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   return true;
 }
 
+/// Whether a strided attention operand is contiguous [outer, inner, rows,
+/// cols] already.
+bool denseAttention(const loomrt_attention_strides &at, int64_t outer,
+                    int64_t inner, int64_t rows, int64_t cols) {
+  return at.row == cols && (inner == 1 || at.inner == rows * cols) &&
+         (outer == 1 || at.outer == inner * rows * cols);
+}
+
 /// A strided attention operand as a contiguous [outer, inner, rows, cols]
 /// copy in scratch `slot` (in its own type), or the operand itself when it
 /// is contiguous already.
@@ -1464,8 +1473,7 @@ const void *denseAttentionOperand(int dtype, const void *data,
                                   const loomrt_attention_strides &at,
                                   int64_t outer, int64_t inner, int64_t rows,
                                   int64_t cols, int slot) {
-  if (at.row == cols && (inner == 1 || at.inner == rows * cols) &&
-      (outer == 1 || at.outer == inner * rows * cols))
+  if (denseAttention(at, outer, inner, rows, cols))
     return data;
   loomrt_view view = {
       4, {outer, inner, rows, cols}, {at.outer, at.inner, at.row, 1}};
@@ -1482,12 +1490,12 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
                                  const void *v, void *out, int64_t outer,
                                  int64_t inner, int64_t s, int64_t t, int64_t e,
                                  int64_t f,
-                                 const loomrt_attention_strides strides[3],
+                                 const loomrt_attention_strides strides[4],
                                  int causal, double scale) {
   Device &d = device();
   int64_t batch = outer * inner;
   AttentionStrides at;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     at.outer[i] = strides[i].outer;
     at.inner[i] = strides[i].inner;
     at.row[i] = strides[i].row;
@@ -1532,8 +1540,11 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
         dtype, v, LOOMRT_F32, wide, batch * t * f);
     values = wide;
   }
+  // The result in f32, contiguous, then rounded once into out's layout.
+  const loomrt_attention_strides &o = strides[3];
+  bool outDense = denseAttention(o, outer, inner, s, f);
   float *result =
-      dtype == LOOMRT_F32
+      dtype == LOOMRT_F32 && outDense
           ? static_cast<float *>(out)
           : static_cast<float *>(scratch(5, size_t(batch * s * f) * 4));
   alpha = 1.0f;
@@ -1543,7 +1554,12 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
             s * t, &beta, result, CUDA_R_32F, int(f), s * f, int(batch),
             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "attention values");
-  if (dtype != LOOMRT_F32) {
+  if (!outDense) {
+    loomrt_view view = {4, {outer, inner, s, f}, {o.outer, o.inner, o.row, 1}};
+    scatterKernel<<<blocksFor(batch * s * f), 256, 0, d.stream>>>(
+        result, dtype, out, toView(view), batch * s * f);
+    check(cudaGetLastError(), "attention output");
+  } else if (dtype != LOOMRT_F32) {
     convertKernel<<<blocksFor(batch * s * f), 256, 0, d.stream>>>(
         LOOMRT_F32, result, dtype, out, batch * s * f);
     check(cudaGetLastError(), "attention output");

@@ -195,16 +195,17 @@ void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t
 void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,
                  const void *bias, void *out, int64_t rows, int64_t n, double eps, int rms);
 /* Attention over `outer` x `inner` batch entries: q [s, e], k [t, e] and
- * v [t, f] per entry, each read through its strides (elements between batch
- * entries of the outer and inner dimensions and between rows; columns are
- * contiguous), so that q, k and v may be head-split views of projections
- * laid out [b, s, h, e]; out is contiguous [outer, inner, s, f]. */
+ * v [t, f] read and out [s, f] written per entry, each through its strides
+ * (strides[0..3]: elements between batch entries of the outer and inner
+ * dimensions and between rows; columns are contiguous), so that q, k and v
+ * may be head-split views of projections laid out [b, s, h, e] and out may
+ * be laid out [b, s, h, f] for the out-projection. */
 typedef struct {
   int64_t outer, inner, row;
 } loomrt_attention_strides;
 void loomrt_attention(int dtype, const void *q, const void *k, const void *v, void *out,
                       int64_t outer, int64_t inner, int64_t s, int64_t t, int64_t e,
-                      int64_t f, const loomrt_attention_strides strides[3], int causal,
+                      int64_t f, const loomrt_attention_strides strides[4], int causal,
                       double scale);
 /* out[i, :] = table[ids[i] - vocab_start, :] when that row is this rank's,
  * zeros otherwise. */

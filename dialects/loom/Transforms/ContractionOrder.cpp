@@ -22,32 +22,90 @@ using namespace loom;
 
 namespace {
 
-/// The result letters of `a,b` in the order a GEMM writes them: batch
-/// letters (in both operands and the result), then the first operand's
-/// free letters, then the second's, each in order of appearance (the
-/// emitters' grouping of a contraction's dimensions).
+/// The result letters of `a,b` in the order a GEMM writes them: batch,
+/// then the first operand's free letters, then the second's.
 std::string gemmOrder(StringRef a, StringRef b, StringRef out) {
-  std::string batch, m, n;
-  for (char c : (a + b).str()) {
-    if (!out.contains(c) || StringRef(batch + m + n).contains(c))
-      continue;
-    if (a.contains(c) && b.contains(c))
-      batch += c;
-    else if (a.contains(c))
-      m += c;
-    else
-      n += c;
-  }
-  return batch + m + n;
+  ContractionLetters letters = contractionLetters(a, b, out);
+  return letters.batch + letters.m + letters.n;
+}
+
+/// The letters of operand `index` of `a,b` in the order a GEMM reads them:
+/// batch, then m and k for the first, k and n for the second.
+std::string gemmOperandOrder(StringRef a, StringRef b, StringRef out,
+                             unsigned index) {
+  ContractionLetters letters = contractionLetters(a, b, out);
+  return index == 0 ? letters.batch + letters.m + letters.k
+                    : letters.batch + letters.k + letters.n;
+}
+
+/// The permutation taking `from`'s letters to `to`'s (result dimension i is
+/// `from` dimension perm[i]).
+SmallVector<int64_t> permutation(StringRef from, StringRef to) {
+  SmallVector<int64_t> perm;
+  for (char c : to)
+    perm.push_back(int64_t(from.find(c)));
+  return perm;
 }
 
 struct ContractionOrderPass
     : public loom::impl::LoomContractionOrderBase<ContractionOrderPass> {
   void runOnOperation() override {
     SmallVector<EinsumOp> einsums;
-    getOperation().walk([&](EinsumOp einsum) { einsums.push_back(einsum); });
+    SmallVector<AttentionOp> attentions;
+    getOperation().walk([&](Operation *op) {
+      if (auto einsum = dyn_cast<EinsumOp>(op))
+        einsums.push_back(einsum);
+      if (auto attention = dyn_cast<AttentionOp>(op))
+        attentions.push_back(attention);
+    });
     for (EinsumOp einsum : einsums)
       reorder(einsum);
+    for (AttentionOp attention : attentions)
+      reorderResult(attention);
+  }
+
+  /// An attention result read by one einsum as an operand whose letters
+  /// the GEMM reads in another order: the einsum reads it through a
+  /// transpose into that order, which attention writes directly
+  /// (Views.h storageTranspose).
+  void reorderResult(AttentionOp attention) {
+    Value result = attention.getResult();
+    if (!result.hasOneUse())
+      return;
+    OpOperand &use = *result.getUses().begin();
+    auto einsum = dyn_cast<EinsumOp>(use.getOwner());
+    if (!einsum || einsum.getInputs().size() != 2 ||
+        einsum.getInputs()[0] == einsum.getInputs()[1])
+      return;
+    unsigned index = use.getOperandNumber();
+    auto [inputs, out] = einsum.getSpec().split("->");
+    auto [a, b] = inputs.split(',');
+    StringRef letters = index == 0 ? a : b;
+    std::string natural = gemmOperandOrder(a, b, out, index);
+    // A repeated letter, a letter summed alone, or already in order.
+    if (natural.size() != letters.size() || natural == letters)
+      return;
+    auto type = cast<RankedTensorType>(result.getType());
+    SmallVector<int64_t> perm = permutation(letters, natural), shape;
+    for (int64_t dim : perm)
+      shape.push_back(type.getShape()[dim]);
+
+    OpBuilder builder(einsum);
+    auto transpose =
+        TransposeOp::create(builder, attention.getLoc(), type.clone(shape),
+                            result, builder.getDenseI64ArrayAttr(perm));
+    einsum->setOperand(index, transpose.getResult());
+    // Only where attention can write that order.
+    if (!storageTranspose(result)) {
+      einsum->setOperand(index, result);
+      transpose.erase();
+      return;
+    }
+    std::string spec = ((index == 0 ? natural : a.str()) + "," +
+                        (index == 1 ? natural : b.str()) + "->" + out)
+                           .str();
+    einsum.setSpecAttr(builder.getStringAttr(spec));
+    ++numResultsReordered;
   }
 
   void reorder(EinsumOp einsum) {
@@ -63,11 +121,9 @@ struct ContractionOrderPass
     if (natural.size() != out.size() || natural == out)
       return;
     auto type = cast<RankedTensorType>(einsum.getType());
-    SmallVector<int64_t> perm, shape;
+    SmallVector<int64_t> perm = permutation(natural, out), shape;
     for (char c : natural)
       shape.push_back(type.getShape()[out.find(c)]);
-    for (char c : out)
-      perm.push_back(int64_t(StringRef(natural).find(c)));
     // Only where attention reads the transpose as it is.
     AttentionView view;
     if (!attentionView(type.getShape(), transposeStrides(shape, perm), view))

@@ -155,7 +155,7 @@ def LoomWidenFloats : Pass<"loom-widen-floats", "mlir::ModuleOp"> {
 }
 
 def LoomContractionOrder : Pass<"loom-contraction-order", "mlir::func::FuncOp"> {
-  let summary = "Compute einsums that feed attention in the order a GEMM writes";
+  let summary = "Lay out the values between einsums and attention in GEMM order";
   let description = [{
     Part of the plan every backend shares; it runs on the per-device
     program (after loom-partition, which has dropped the shardings). An
@@ -167,10 +167,20 @@ def LoomContractionOrder : Pass<"loom-contraction-order", "mlir::func::FuncOp"> 
     The head-split projection `bsd,dhe->bhse` becomes `bsd,dhe->bshe`: one
     [b*s, d] x [d, h*e] GEMM instead of one GEMM per batch entry and head
     into a scattered layout, and attention reads q, k and v as
-    [b, h, s, e] with a row stride of h*e. The values are unchanged.
+    [b, h, s, e] with a row stride of h*e.
+
+    In the other direction, an attention result read by one two-operand
+    einsum whose letters the GEMM reads in another order (batch letters,
+    then m and k for the first operand, k and n for the second) is read
+    through a `loom.transpose` into that order. The attention result is
+    then stored in the transpose's order (attention writes it through
+    strides) and the transpose is a view. The out-projection
+    `bhse,hed->bsd` becomes `bshe,hed->bsd`: one [b*s, h*e] x [h*e, d]
+    GEMM over the attention's output as it lies. The values are unchanged.
   }];
   let statistics = [
     Statistic<"numReordered", "reordered", "Number of einsums computed in GEMM order">,
+    Statistic<"numResultsReordered", "results-reordered", "Number of attention results written in the order an einsum reads">,
   ];
   let dependentDialects = ["loom::LoomDialect"];
 }

@@ -14,7 +14,7 @@ using namespace mlir;
 
 SmallVector<int64_t> loom::transposeStrides(Operation *op) {
   auto transpose = cast<TransposeOp>(op);
-  return transposeStrides(transpose.getInput().getType().getShape(),
+  return applyPermutation(stridesInBuffer(transpose.getInput()),
                           transpose.getPerm());
 }
 
@@ -45,6 +45,67 @@ bool loom::attentionView(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
     expected = strides[d] * shape[d];
   }
   return true;
+}
+
+/// A transpose's input's strides when stored in the transpose's row-major
+/// order (input dimension perm[i] steps as result dimension i).
+static SmallVector<int64_t> stridesInOrderOf(loom::TransposeOp transpose) {
+  return applyPermutation(
+      computeStrides(cast<RankedTensorType>(transpose.getType()).getShape()),
+      invertPermutationVector(transpose.getPerm()));
+}
+
+SmallVector<int64_t> loom::stridesInBuffer(Value value) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  if (Operation *transpose = storageTranspose(value))
+    return stridesInOrderOf(cast<TransposeOp>(transpose));
+  Operation *owner = value.getDefiningOp();
+  if (owner && isTransposeView(owner))
+    return transposeStrides(owner);
+  return computeStrides(shape);
+}
+
+Operation *loom::storageTranspose(Value value) {
+  if (!value.getDefiningOp<AttentionOp>() || !value.hasOneUse())
+    return nullptr;
+  auto transpose = dyn_cast<TransposeOp>(*value.getUsers().begin());
+  if (!transpose || transpose->use_empty() ||
+      !llvm::all_of(transpose->getUsers(), [](Operation *user) {
+        return isa<MatmulOp, EinsumOp>(user);
+      }))
+    return nullptr;
+  // Attention writes its [..., s, f] rows through strides: f must stay
+  // last and the outer batch dimensions must merge.
+  AttentionView view;
+  return attentionView(cast<RankedTensorType>(value.getType()).getShape(),
+                       stridesInOrderOf(transpose), view)
+             ? transpose.getOperation()
+             : nullptr;
+}
+
+loom::ContractionLetters loom::contractionLetters(StringRef a, StringRef b,
+                                                  StringRef out) {
+  ContractionLetters letters;
+  std::string seen;
+  for (char c : (a + b).str()) {
+    if (StringRef(seen).contains(c))
+      continue;
+    seen += c;
+    bool inA = a.contains(c), inB = b.contains(c), inOut = out.contains(c);
+    if (inA && inB && inOut)
+      letters.batch += c;
+    else if (inA && inB)
+      letters.k += c;
+    else if (inA && inOut)
+      letters.m += c;
+    else if (inB && inOut)
+      letters.n += c;
+    else if (inA)
+      letters.aSum += c;
+    else
+      letters.bSum += c;
+  }
+  return letters;
 }
 
 bool loom::isTransposeView(Operation *op) {

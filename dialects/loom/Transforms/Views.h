@@ -16,6 +16,9 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
 
 namespace loom {
 
@@ -28,11 +31,34 @@ namespace loom {
 /// reads head-split projections laid out [b, s, h, e] as [b, h, s, e].
 bool isTransposeView(mlir::Operation *op);
 
-/// A transpose's element strides into its input's (row-major) buffer, per
-/// result dimension (result dimension i is input dimension perm[i]).
+/// A transpose's element strides into its input's buffer, per result
+/// dimension (result dimension i is input dimension perm[i]).
 llvm::SmallVector<int64_t> transposeStrides(mlir::Operation *transpose);
+/// The same over a row-major input of this shape.
 llvm::SmallVector<int64_t> transposeStrides(llvm::ArrayRef<int64_t> inputShape,
                                             llvm::ArrayRef<int64_t> perm);
+
+/// A value's element strides in the buffer it is stored in (row-major but
+/// for transpose views and values stored in their reader's order).
+llvm::SmallVector<int64_t> stridesInBuffer(mlir::Value value);
+
+/// The transpose in whose order `value` is stored instead of row-major, or
+/// null: an attention result whose one user is a transpose read only by
+/// contractions, when attention can write that order through strides. The
+/// transpose is then a view with row-major strides, so that the
+/// out-projection `bhse,hed->bsd` (as `bshe,hed->bsd`) is one plain GEMM.
+mlir::Operation *storageTranspose(mlir::Value value);
+
+/// A two-operand contraction's letters as the emitters group them (each
+/// group in order of first appearance in the operands): batch (in both
+/// operands and the result), m (first operand and result), n (second
+/// operand and result), k (both operands only), and letters of one operand
+/// only (summed before the product).
+struct ContractionLetters {
+  std::string batch, m, n, k, aSum, bSum;
+};
+ContractionLetters contractionLetters(llvm::StringRef a, llvm::StringRef b,
+                                      llvm::StringRef out);
 
 /// Attention's view of a [..., rows, cols] operand with these element
 /// strides: the batch dimensions as `outer` (all but the last, which must

@@ -347,6 +347,34 @@ model AttentionGemmOrder(x: f32[B<dp>, S, D])
 }
 """)
 
+model("attention-out-order")("""
+mesh m = [%MESH%]
+const B = 8, S = 8, T = 4, D = 16, H = 4, E = 4, F = 8
+// Attention results read by one einsum in another order than attention
+// writes are stored in that einsum's order (loom-contraction-order): the
+// out-projection with heads split over tp (a partial sum), a head mix with
+// the result as the second operand, a non-causal out-projection with F != E
+// and T != S, and an einsum whose order would move the result's columns
+// (left as it is).
+model AttentionOutOrder(x: f32[B<dp>, S, D], y: f32[B<dp>, T, D], g: f32[B<dp>, S, H<tp>])
+    -> (o: f32[B<dp>, S, D], m: f32[B<dp>, S, E], n: f32[B<dp>, S, D], c: f32[B<dp>, E, D]) {
+  param wq: f32[D, H<tp>, E] = normal(0.5)
+  param wk: f32[D, H<tp>, E] = normal(0.5)
+  param wv: f32[D, H<tp>, F] = normal(0.5)
+  param wo: f32[H<tp>, E, D] = normal(0.5)
+  param wf: f32[H<tp>, F, D] = normal(0.5)
+  param ws: f32[H<tp>, T, D] = normal(0.5)
+  q = einsum("bsd,dhe->bhse", x, wq)
+  k = einsum("btd,dhe->bhte", y, wk)
+  v = einsum("btd,dhf->bhtf", y, wv)
+  o = einsum("bhse,hed->bsd", attention(q, q, q, causal = true), wo)
+  m = einsum("bsh,bhse->bse", g, attention(q, q, q))
+  n = einsum("bhsf,hfd->bsd", attention(q, k, v), wf)
+  c = einsum("bhte,htd->bed", attention(k, k, k, causal = true), ws)
+  return o, m, n, c
+}
+""")
+
 model("concat-split")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8, D2 = 16, B2 = 16, S3 = 12
