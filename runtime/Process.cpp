@@ -144,8 +144,7 @@ void loomrt::abortJob(loomrt_ctx *rt, const std::string &message, int code) {
   fflush(stderr);
   if (rt->transport)
     rt->transport->abort(rt, code);
-  MPI_Abort(MPI_COMM_WORLD, code);
-  _exit(code);
+  endJob(code);
 }
 
 void loomrt::failProcess(const std::string &message, int code) {
@@ -153,7 +152,17 @@ void loomrt::failProcess(const std::string &message, int code) {
   fprintf(stderr, "loom: error: %s\n", message.c_str());
   fflush(stdout);
   fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, code);
+  endJob(code);
+}
+
+void loomrt::endJob(int code) {
+  int initialized = 0, finalized = 0, processes = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
+    MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  if (processes > 1)
+    MPI_Abort(MPI_COMM_WORLD, code);
   _exit(code);
 }
 

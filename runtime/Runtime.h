@@ -139,6 +139,10 @@ std::string axesText(const loomrt_ctx *rt, const int *axes, int numAxes);
 /// The same without a rank at hand (a failed CUDA call deep in a kernel
 /// wrapper): "loom: error: <message>", then every rank ends.
 [[noreturn]] void failProcess(const std::string &message, int code);
+/// Ends the job with `code`: MPI_Abort when other processes must end too; a
+/// process alone just exits, without Open MPI's banner about killing the
+/// others.
+[[noreturn]] void endJob(int code);
 /// The rank's mesh coordinates, world rank and size, and its transport.
 int worldRank(const loomrt_ctx *rt);
 const std::vector<int64_t> &coordinates(const loomrt_ctx *rt);

@@ -1951,7 +1951,19 @@ const DeviceOps &loomrt::deviceOps() {
       false,
       [](loomrt_ctx *rt, int localIndex, int) {
         int devices = 0;
-        check(cudaGetDeviceCount(&devices), "counting GPUs");
+        cudaError_t counted = cudaGetDeviceCount(&devices);
+        if (counted == cudaErrorNoDevice ||
+            counted == cudaErrorInsufficientDriver ||
+            (counted == cudaSuccess && devices == 0))
+          failProcess(
+              format("this machine has no GPU that CUDA can use (counting "
+                     "GPUs: %s); the program was built by loomc "
+                     "--target=cuda, and without that option it runs on the "
+                     "CPU",
+                     counted == cudaSuccess ? "none found"
+                                            : cudaGetErrorString(counted)),
+              7);
+        check(counted, "counting GPUs");
         if (localIndex >= devices)
           abortJob(rt,
                    format("this machine has %d GPU(s), too few for a process "

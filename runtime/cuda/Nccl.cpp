@@ -292,8 +292,7 @@ public:
     }).detach();
     for (int waited = 0; waited < 50 && !*aborted; ++waited)
       usleep(100000);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    _exit(code);
+    endJob(code);
   }
 
 private:

@@ -214,10 +214,7 @@ public:
     });
   }
 
-  [[noreturn]] void abort(loomrt_ctx *, int code) override {
-    MPI_Abort(MPI_COMM_WORLD, code);
-    _exit(code);
-  }
+  [[noreturn]] void abort(loomrt_ctx *, int code) override { endJob(code); }
 
 private:
   MPI_Op op(int dtype, int reduction) const {

@@ -51,6 +51,8 @@ static inline void loomStubCopy(const void *in, void *out, int count, MPI_Dataty
 }
 static inline int MPI_Init(int *, char ***) { return 0; }
 static inline int MPI_Finalize(void) { return 0; }
+static inline int MPI_Initialized(int *flag) { *flag = 1; return 0; }
+static inline int MPI_Finalized(int *flag) { *flag = 0; return 0; }
 static inline int MPI_Comm_set_errhandler(MPI_Comm, MPI_Errhandler) { return 0; }
 static inline int MPI_Comm_rank(MPI_Comm, int *rank) { *rank = 0; return 0; }
 static inline int MPI_Comm_size(MPI_Comm, int *size) { *size = 1; return 0; }
