@@ -19,6 +19,7 @@
 #include "runtime/GemmPlan.h"
 #include "runtime/Runtime.h"
 #include "runtime/SplitBf16.h"
+#include "runtime/cuda/FusedAttention.cuh"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -38,6 +39,7 @@
 #include <vector>
 
 using namespace loomrt;
+using namespace loomrt::attention;
 
 namespace {
 
@@ -1174,248 +1176,7 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
   check(cudaGetLastError(), "norm");
 }
 
-//--- Fused attention ---------------------------------------------------------
-// One block per 64 queries of one batch entry: scores of a 64 x 64 tile on
-// the tensor cores (bf16/f16 products, f32 accumulation, as cuBLAS computes
-// them), an online softmax in f32, then the probabilities times V. Scores
-// never reach global memory, and the probabilities are never rounded
-// (docs/language.md 11.2): for bf16, each is split exactly into three bf16
-// terms (runtime/SplitBf16.h), whose products with V on the tensor cores are
-// exact and summed in f32; f16's range cannot hold such a split, so f16
-// multiplies in f32 on the CUDA cores. The result is rounded once. Head
-// dimensions up to 64; opt-in with LOOMRT_FAST_KERNELS=1 until a GPU has
-// checked it.
-
-constexpr int kTile = 64;        // queries per block and keys per step
-constexpr int kHead = 64;        // the largest head dimension (e and f)
-constexpr int kScoreStride = 68; // floats per score row (fewer bank conflicts)
-constexpr int kSplitTerms = 3;   // bf16 terms per probability
-
-// Dynamic shared memory, every part a multiple of 32 bytes (WMMA's pointer
-// alignment): queries, keys and values (kTile x kHead each), scores (f32,
-// later the tile's P·V), the probabilities' bf16 terms, and per-row max,
-// sum and rescale factor. 67,328 bytes: over the 48 KB a block gets unasked.
-constexpr size_t kTileBytes = kTile * kHead * sizeof(uint16_t);
-constexpr size_t kScoreBytes = kTile * kScoreStride * sizeof(float);
-constexpr size_t kAttentionSharedBytes = 3 * kTileBytes + kScoreBytes +
-                                         kSplitTerms * kTileBytes +
-                                         3 * kTile * sizeof(float);
-
-template <int Dtype> struct WmmaType;
-template <> struct WmmaType<LOOMRT_BF16> { using type = __nv_bfloat16; };
-template <> struct WmmaType<LOOMRT_F16> { using type = __half; };
-
-/// Rows first..first+63 of a [rows, width] matrix (`rowStride` elements
-/// apart) into a kTile x kHead tile, zero beyond `rows` and `width`.
-/// Full-width rows (128 bytes) move as eight 16-byte packs when the caller
-/// has checked that every row is 16-byte aligned.
-__device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
-                                  int64_t first, int64_t rows, int width,
-                                  int64_t rowStride, bool packs) {
-  if (packs) {
-    constexpr int kPacks = kHead / 8;
-    for (int i = threadIdx.x; i < kTile * kPacks; i += blockDim.x) {
-      int64_t row = first + i / kPacks;
-      uint4 pack = make_uint4(0, 0, 0, 0);
-      if (row < rows)
-        pack = reinterpret_cast<const uint4 *>(matrix +
-                                               row * rowStride)[i % kPacks];
-      reinterpret_cast<uint4 *>(tile)[i] = pack;
-    }
-    return;
-  }
-  for (int i = threadIdx.x; i < kTile * kHead; i += blockDim.x) {
-    int64_t row = first + i / kHead;
-    int col = i % kHead;
-    tile[i] = row < rows && col < width ? matrix[row * rowStride + col] : 0;
-  }
-}
-
-/// Element strides of attention's q, k, v and out, passed by value.
-struct AttentionStrides {
-  int64_t outer[4], inner[4], row[4];
-};
-
-/// One warp's 16 x (16 * tiles) block of a product on the tensor cores, in
-/// f32, stored row-major at `out` (kScoreStride floats per row): the sum
-/// over `terms` left operands (row-major 16 x (16 * steps) at
-/// a + term * termStride, `lda` per row) times the right operand, whose
-/// 16 x 16 block (step, c) is at b + step * stepStride + c * tileStride
-/// (`Layout`, `ldb`). Tiles up to 4, loops of constant bound, so the
-/// fragments stay in registers.
-template <typename Element, typename Layout>
-__device__ void warpTileProduct(const Element *a, int lda, int steps,
-                                const Element *b, int ldb, int stepStride,
-                                int tileStride, int tiles, int terms,
-                                int termStride, float *out) {
-  using namespace nvcuda;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
-  for (int c = 0; c < 4; ++c)
-    wmma::fill_fragment(tile[c], 0.0f);
-  for (int term = 0; term < terms; ++term)
-    for (int step = 0; step < steps; ++step) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> left;
-      wmma::load_matrix_sync(left, a + term * termStride + step * 16, lda);
-      for (int c = 0; c < 4; ++c) {
-        if (c >= tiles)
-          continue;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, Layout> right;
-        wmma::load_matrix_sync(right, b + step * stepStride + c * tileStride,
-                               ldb);
-        wmma::mma_sync(tile[c], left, right, tile[c]);
-      }
-    }
-  for (int c = 0; c < 4; ++c)
-    if (c < tiles)
-      wmma::store_matrix_sync(out + c * 16, tile[c], kScoreStride,
-                              wmma::mem_row_major);
-}
-
-template <int Dtype>
-__global__ void __launch_bounds__(128)
-    fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
-                         const uint16_t *v, uint16_t *out, int64_t inner,
-                         int64_t s, int64_t t, int e, int f,
-                         AttentionStrides at, int causal, float scale,
-                         bool packs) {
-  using namespace nvcuda;
-  using Element = typename WmmaType<Dtype>::type;
-  extern __shared__ __align__(128) unsigned char attentionShared[];
-  uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
-  uint16_t *keys = queries + kTile * kHead;
-  uint16_t *values = keys + kTile * kHead;
-  float *scores = reinterpret_cast<float *>(values + kTile * kHead);
-  uint16_t *terms = reinterpret_cast<uint16_t *>(scores + kTile * kScoreStride);
-  float *rowMax =
-      reinterpret_cast<float *>(terms + kSplitTerms * kTile * kTile);
-  float *rowSum = rowMax + kTile, *rowScale = rowSum + kTile;
-
-  const int64_t b = blockIdx.y, q0 = int64_t(blockIdx.x) * kTile;
-  const int64_t bo = b / inner, bi = b % inner;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const uint16_t *qb = q + bo * at.outer[0] + bi * at.inner[0],
-                 *kb = k + bo * at.outer[1] + bi * at.inner[1],
-                 *vb = v + bo * at.outer[2] + bi * at.inner[2];
-  uint16_t *ob = out + bo * at.outer[3] + bi * at.inner[3];
-
-  // This block's queries, zero beyond s and beyond e.
-  loadAttentionTile(queries, qb, q0, s, e, at.row[0], packs);
-  if (tid < kTile) {
-    rowMax[tid] = -INFINITY;
-    rowSum[tid] = 0.0f;
-  }
-  // Each thread owns 4 rows x 8 columns of the output, in f32.
-  const int rowGroup = tid / 8, colGroup = tid % 8;
-  float acc[4][8];
-  for (int i = 0; i < 4; ++i)
-    for (int c = 0; c < 8; ++c)
-      acc[i][c] = 0.0f;
-
-  int64_t lastKey = causal ? min(t, q0 + kTile) : t;
-  const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
-  for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
-    __syncthreads(); // the previous step is done with keys, values, scores
-    loadAttentionTile(keys, kb, k0, t, e, at.row[1], packs);
-    loadAttentionTile(values, vb, k0, t, f, at.row[2], packs);
-    __syncthreads();
-    // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile. K^T
-    // in column-major order is K in row-major order.
-    warpTileProduct<Element, nvcuda::wmma::col_major>(
-        reinterpret_cast<const Element *>(queries) + warp * 16 * kHead, kHead,
-        eSteps, reinterpret_cast<const Element *>(keys), kHead, 16, 16 * kHead,
-        4, 1, 0, scores + warp * 16 * kScoreStride);
-    __syncthreads();
-    // Online softmax: warp w updates its 16 rows, two columns per lane.
-    for (int r = warp * 16; r < warp * 16 + 16; ++r) {
-      int64_t query = q0 + r;
-      float x[2];
-      bool visible[2];
-      float tileMax = -INFINITY;
-      for (int h = 0; h < 2; ++h) {
-        int col = lane + 32 * h;
-        int64_t key = k0 + col;
-        visible[h] = query < s && key < t && (!causal || key <= query);
-        x[h] = visible[h] ? scores[r * kScoreStride + col] * scale : -INFINITY;
-        tileMax = fmaxf(tileMax, x[h]);
-      }
-      for (int offset = 16; offset > 0; offset /= 2)
-        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, offset));
-      float oldMax = rowMax[r], newMax = fmaxf(oldMax, tileMax);
-      float partial = 0.0f;
-      for (int h = 0; h < 2; ++h) {
-        float p = visible[h] ? expf(x[h] - newMax) : 0.0f;
-        scores[r * kScoreStride + lane + 32 * h] = p;
-        partial += p;
-      }
-      for (int offset = 16; offset > 0; offset /= 2)
-        partial += __shfl_xor_sync(0xffffffffu, partial, offset);
-      if (lane == 0) {
-        // Nothing visible yet (a padding row): nothing to rescale.
-        float factor = newMax == -INFINITY ? 1.0f : expf(oldMax - newMax);
-        rowScale[r] = factor;
-        rowSum[r] = rowSum[r] * factor + partial;
-        rowMax[r] = newMax;
-      }
-    }
-    __syncthreads();
-    // acc = acc * rescale + P V, in f32.
-    for (int i = 0; i < 4; ++i) {
-      float factor = rowScale[rowGroup * 4 + i];
-      for (int c = 0; c < 8; ++c)
-        acc[i][c] *= factor;
-    }
-    if constexpr (Dtype == LOOMRT_BF16) {
-      for (int i = tid; i < kTile * kTile; i += blockDim.x) {
-        uint16_t split[kSplitTerms];
-        loomrt_split_bf16x3(scores[(i / kTile) * kScoreStride + i % kTile],
-                            split);
-        for (int term = 0; term < kSplitTerms; ++term)
-          terms[term * kTile * kTile + i] = split[term];
-      }
-      __syncthreads(); // every probability is split: scores is free
-      // Warp w: rows 16w..16w+15 of this tile's P V, over all three terms.
-      warpTileProduct<Element, nvcuda::wmma::row_major>(
-          reinterpret_cast<const Element *>(terms) + warp * 16 * kTile, kTile,
-          kTile / 16, reinterpret_cast<const Element *>(values), kHead,
-          16 * kHead, 16, fTiles, kSplitTerms, kTile * kTile,
-          scores + warp * 16 * kScoreStride);
-      __syncthreads();
-      for (int i = 0; i < 4; ++i)
-        for (int c = 0; c < 8; ++c)
-          if (colGroup * 8 + c < fTiles * 16)
-            acc[i][c] +=
-                scores[(rowGroup * 4 + i) * kScoreStride + colGroup * 8 + c];
-    } else {
-      for (int j = 0; j < kTile; ++j) {
-        float value[8], p[4];
-        for (int c = 0; c < 8; ++c)
-          value[c] = loomrt_f16_to_f32(values[j * kHead + colGroup * 8 + c]);
-        for (int i = 0; i < 4; ++i)
-          p[i] = scores[(rowGroup * 4 + i) * kScoreStride + j];
-        for (int i = 0; i < 4; ++i)
-          for (int c = 0; c < 8; ++c)
-            acc[i][c] += p[i] * value[c];
-      }
-    }
-  }
-  __syncthreads();
-  for (int i = 0; i < 4; ++i) {
-    int r = rowGroup * 4 + i;
-    int64_t query = q0 + r;
-    if (query >= s)
-      continue;
-    float total = rowSum[r];
-    for (int c = 0; c < 8; ++c) {
-      int col = colGroup * 8 + c;
-      if (col >= f)
-        continue;
-      float y = acc[i][c] / total;
-      ob[query * at.row[3] + col] =
-          Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(y) : loomrt_f32_to_f16(y);
-    }
-  }
-}
-
+//--- Fused attention (runtime/cuda/FusedAttention.cuh) ---------------------
 /// Whether this device gives a block the fused attention's shared memory,
 /// asking for it once per kernel (the first call runs before any capture).
 template <int Dtype> bool fusedAttentionFits() {
@@ -1443,12 +1204,8 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
                           double scale) {
   if (!fusedAttentionFits<Dtype>())
     return false;
-  // 16-byte packs need full-width rows that all start 16-byte aligned.
-  bool packs = e == kHead && f == kHead;
   const void *bases[3] = {q, k, v};
-  for (int i = 0; i < 3; ++i)
-    packs = packs && aligned16(bases[i]) && at.outer[i] % 8 == 0 &&
-            at.inner[i] % 8 == 0 && at.row[i] % 8 == 0;
+  bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
   fusedAttentionKernel<Dtype><<<grid, 128, kAttentionSharedBytes, d.stream>>>(
       static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),

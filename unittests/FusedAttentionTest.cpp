@@ -1,0 +1,182 @@
+//===- FusedAttentionTest.cpp - The fused CUDA attention, on the host -----===//
+//
+// Runs the source of the fused attention kernel (runtime/cuda/
+// FusedAttention.cuh) on host threads (CudaOnCpu.h) and checks each output
+// within one ulp of its type of the exact result rounded once: causal and
+// not, whole and padded query and key tiles, full 64-wide heads moved as
+// 16-byte packs and narrower ones element by element, q, k and v read as
+// head-split views of [b, s, h, e] projections, and the result written in
+// [b, s, h, f] order for the out-projection. bf16 multiplies the split
+// probabilities on the (emulated) tensor cores; f16 on the CUDA cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaOnCpu.h"
+
+#include "runtime/cuda/FusedAttention.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace loomrt::attention;
+
+/// A [outer, inner, rows, cols] operand stored in a buffer through strides.
+struct Operand {
+  int64_t outer, inner, rows, cols;
+  loomrt_attention_strides at;
+  /// Element (o, i, r, c)'s index in the buffer.
+  int64_t index(int64_t o, int64_t i, int64_t r, int64_t c) const {
+    return o * at.outer + i * at.inner + r * at.row + c;
+  }
+  int64_t span() const {
+    return index(outer - 1, inner - 1, rows - 1, cols - 1) + 1;
+  }
+};
+
+/// Row-major [outer, inner, rows, cols].
+Operand dense(int64_t outer, int64_t inner, int64_t rows, int64_t cols) {
+  return {outer, inner, rows, cols, {inner * rows * cols, rows * cols, cols}};
+}
+
+/// The [outer, inner, rows, cols] view of a [outer, rows, inner, cols]
+/// buffer (heads split from a projection laid out [b, s, h, e]).
+Operand headSplit(int64_t outer, int64_t inner, int64_t rows, int64_t cols) {
+  return {outer, inner, rows, cols, {rows * inner * cols, cols, inner * cols}};
+}
+
+float widenBits(int dtype, uint16_t bits) {
+  return dtype == LOOMRT_BF16 ? loomrt_bf16_to_f32(bits)
+                              : loomrt_f16_to_f32(bits);
+}
+uint16_t roundBits(int dtype, double x) {
+  return dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(float(x))
+                              : loomrt_f32_to_f16(float(x));
+}
+
+/// Distance in units in the last place between two values of a 16-bit
+/// type (sign-magnitude bits as ordered integers).
+int ulps(uint16_t a, uint16_t b) {
+  auto ordered = [](uint16_t bits) {
+    int magnitude = bits & 0x7fff;
+    return bits & 0x8000 ? -magnitude : magnitude;
+  };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+struct Case {
+  int dtype;
+  int64_t outer, inner, s, t, e, f;
+  bool causal, headSplitLayouts;
+};
+
+/// Runs the kernel on random q, k, v and returns the most ulps between an
+/// output and the exact result rounded once; `packs` reports the path.
+int runCase(const Case &c, bool &packs) {
+  Operand q = c.headSplitLayouts ? headSplit(c.outer, c.inner, c.s, c.e)
+                                 : dense(c.outer, c.inner, c.s, c.e);
+  Operand k = c.headSplitLayouts ? headSplit(c.outer, c.inner, c.t, c.e)
+                                 : dense(c.outer, c.inner, c.t, c.e);
+  Operand v = c.headSplitLayouts ? headSplit(c.outer, c.inner, c.t, c.f)
+                                 : dense(c.outer, c.inner, c.t, c.f);
+  Operand out = headSplit(c.outer, c.inner, c.s, c.f);
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto fill = [&](const Operand &operand) {
+    std::vector<uint16_t> data(size_t(operand.span()));
+    for (uint16_t &x : data)
+      x = roundBits(c.dtype, normal(random));
+    return data;
+  };
+  // 16-byte aligned, as cudaMalloc'd buffers are.
+  std::vector<uint16_t> qData = fill(q), kData = fill(k), vData = fill(v);
+  std::vector<uint16_t> outData(size_t(out.span()), 0xffff);
+  double scale = 1.0 / std::sqrt(double(c.e));
+
+  AttentionStrides at;
+  const Operand *operands[4] = {&q, &k, &v, &out};
+  for (int i = 0; i < 4; ++i) {
+    at.outer[i] = operands[i]->at.outer;
+    at.inner[i] = operands[i]->at.inner;
+    at.row[i] = operands[i]->at.row;
+  }
+  const void *bases[3] = {qData.data(), kData.data(), vData.data()};
+  packs = fusedAttentionPacks(bases, at, c.e, c.f);
+  cuda_on_cpu::Dim3 grid{unsigned((c.s + kTile - 1) / kTile),
+                         unsigned(c.outer * c.inner), 1};
+  cuda_on_cpu::launch(grid, 128, kAttentionSharedBytes, [&] {
+    if (c.dtype == LOOMRT_BF16)
+      fusedAttentionKernel<LOOMRT_BF16>(
+          qData.data(), kData.data(), vData.data(), outData.data(), c.inner,
+          c.s, c.t, int(c.e), int(c.f), at, c.causal, float(scale), packs);
+    else
+      fusedAttentionKernel<LOOMRT_F16>(
+          qData.data(), kData.data(), vData.data(), outData.data(), c.inner,
+          c.s, c.t, int(c.e), int(c.f), at, c.causal, float(scale), packs);
+  });
+
+  int worst = 0;
+  std::vector<double> scores(size_t(c.t));
+  for (int64_t o = 0; o < c.outer; ++o)
+    for (int64_t i = 0; i < c.inner; ++i)
+      for (int64_t r = 0; r < c.s; ++r) {
+        int64_t visible = c.causal ? std::min(c.t, r + 1) : c.t;
+        double maximum = -INFINITY, total = 0.0;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0.0;
+          for (int64_t d = 0; d < c.e; ++d)
+            dot +=
+                double(widenBits(c.dtype, qData[size_t(q.index(o, i, r, d))])) *
+                widenBits(c.dtype, kData[size_t(k.index(o, i, j, d))]);
+          scores[size_t(j)] = dot * scale;
+          maximum = std::max(maximum, scores[size_t(j)]);
+        }
+        for (int64_t j = 0; j < visible; ++j)
+          total += scores[size_t(j)] = std::exp(scores[size_t(j)] - maximum);
+        for (int64_t col = 0; col < c.f; ++col) {
+          double sum = 0.0;
+          for (int64_t j = 0; j < visible; ++j)
+            sum += scores[size_t(j)] *
+                   widenBits(c.dtype, vData[size_t(v.index(o, i, j, col))]);
+          uint16_t expected = roundBits(c.dtype, sum / total);
+          uint16_t got = outData[size_t(out.index(o, i, r, col))];
+          worst = std::max(worst, ulps(expected, got));
+        }
+      }
+  return worst;
+}
+
+TEST(FusedAttentionTest, Bf16CausalFullHeadsInPacks) {
+  // Two query tiles, the second padded; keys up to the diagonal.
+  bool packs = false;
+  EXPECT_LE(runCase({LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true}, packs), 1);
+  EXPECT_TRUE(packs);
+}
+
+TEST(FusedAttentionTest, Bf16NarrowHeadsPaddedEverywhere) {
+  // e, f, s and t none a multiple of the tile: padding in every dimension;
+  // two outer batch entries; fewer keys than queries.
+  bool packs = true;
+  EXPECT_LE(runCase({LOOMRT_BF16, 2, 3, 70, 50, 40, 24, false, true}, packs),
+            1);
+  EXPECT_FALSE(packs);
+}
+
+TEST(FusedAttentionTest, Bf16DenseOperands) {
+  bool packs = false;
+  EXPECT_LE(runCase({LOOMRT_BF16, 1, 1, 64, 130, 64, 64, false, false}, packs),
+            1);
+  EXPECT_TRUE(packs);
+}
+
+TEST(FusedAttentionTest, F16CausalOnTheCudaCores) {
+  bool packs = true;
+  EXPECT_LE(runCase({LOOMRT_F16, 1, 2, 96, 96, 32, 32, true, true}, packs), 1);
+  EXPECT_FALSE(packs);
+}
+
+} // namespace
