@@ -15,8 +15,8 @@
 // allow for. Blocks run one after another, so one buffer is the dynamic
 // shared memory of every block.
 //
-// Only what FusedAttention.cuh uses is emulated. Include this header before
-// the kernel's.
+// Only what FusedAttention.cuh and RowKernels.cuh use is emulated. Include
+// this header before the kernels'.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +38,11 @@
 
 #define __global__
 #define __device__
+#define __forceinline__ inline
 #define __launch_bounds__(threads)
+// A block's static shared arrays: one per kernel, shared by the block's
+// threads (blocks run one after another).
+#define __shared__ static
 
 namespace cuda_on_cpu {
 
@@ -126,7 +130,9 @@ using cuda_on_cpu::blockDim;
 using cuda_on_cpu::blockIdx;
 using cuda_on_cpu::gridDim;
 using cuda_on_cpu::threadIdx;
+using std::isnan;
 using std::min;
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 #define LOOMRT_DYNAMIC_SHARED(name)                                            \
   unsigned char *name = cuda_on_cpu::dynamicShared.data()

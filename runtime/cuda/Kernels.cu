@@ -20,6 +20,7 @@
 #include "runtime/Runtime.h"
 #include "runtime/SplitBf16.h"
 #include "runtime/cuda/FusedAttention.cuh"
+#include "runtime/cuda/RowKernels.cuh"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -40,6 +41,7 @@
 
 using namespace loomrt;
 using namespace loomrt::attention;
+using namespace loomrt::rows;
 
 namespace {
 
@@ -578,23 +580,6 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
 
 namespace {
 
-/// Block-wide sum or max of one value per thread (blockDim.x a power of 2,
-/// at most 1024).
-template <bool Max> __device__ float blockReduce(float value, float *shared) {
-  int t = threadIdx.x;
-  shared[t] = value;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (t < half)
-      shared[t] = Max ? fmaxf(shared[t], shared[t + half])
-                      : shared[t] + shared[t + half];
-    __syncthreads();
-  }
-  float result = shared[0];
-  __syncthreads();
-  return result;
-}
-
 __global__ void rowReduceKernel(int dtype, int reduction, const void *in,
                                 void *out, int64_t rows, int64_t n,
                                 float scale) {
@@ -603,7 +588,7 @@ __global__ void rowReduceKernel(int dtype, int reduction, const void *in,
     float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       float x = load(dtype, in, r * n + j);
-      acc = reduction == LOOMRT_MAX ? (x > acc || isnan(x) ? x : acc) : acc + x;
+      acc = reduction == LOOMRT_MAX ? maxKeepingNaN(acc, x) : acc + x;
     }
     float total = reduction == LOOMRT_MAX ? blockReduce<true>(acc, shared)
                                           : blockReduce<false>(acc, shared);
@@ -653,8 +638,7 @@ __global__ void reduceKernel(int dtype, int reduction, const void *in,
                                        : int64_t(uint64_t(iacc) + uint64_t(x));
       } else {
         float x = load(dtype, in, linear);
-        acc =
-            reduction == LOOMRT_MAX ? (x > acc || isnan(x) ? x : acc) : acc + x;
+        acc = reduction == LOOMRT_MAX ? maxKeepingNaN(acc, x) : acc + x;
       }
     }
     if (dtype == LOOMRT_I32)
@@ -731,179 +715,10 @@ __global__ void attentionSoftmaxKernel(float *scores, int64_t rows, int64_t s,
   }
 }
 
-//--- Row kernels with 16-byte loads ----------------------------------------
-// Where rows are 16-byte aligned and a whole number of 16-byte packs, the
-// row kernels read and write 8 bf16/f16 or 4 f32 elements at a time, and the
-// norm and the attention softmax keep the row in registers, so each element
-// is read once and written once.
-//
-// These kernels and the fused attention below were written without a GPU
-// at hand: until a GPU run has checked them (bench/gpu/run, test/
-// Integration/cuda.test), they run only with LOOMRT_FAST_KERNELS=1, and the
-// element-wise kernels above stay the default.
+//--- Row kernels with 16-byte loads (runtime/cuda/RowKernels.cuh) ----------
 
 bool aligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-}
-
-template <int Dtype> struct Pack {
-  static constexpr int N = Dtype == LOOMRT_F32 ? 4 : 8;
-};
-
-/// Elements [element, element + N) of `base`, widened to f32.
-template <int Dtype>
-__device__ __forceinline__ void loadPack(const void *base, int64_t element,
-                                         float *out) {
-  constexpr int N = Pack<Dtype>::N;
-  const uint4 raw =
-      *reinterpret_cast<const uint4 *>(static_cast<const char *>(base) +
-                                       element * (Dtype == LOOMRT_F32 ? 4 : 2));
-  if constexpr (Dtype == LOOMRT_F32) {
-    const float *f = reinterpret_cast<const float *>(&raw);
-    for (int i = 0; i < N; ++i)
-      out[i] = f[i];
-  } else {
-    const uint16_t *h = reinterpret_cast<const uint16_t *>(&raw);
-    for (int i = 0; i < N; ++i)
-      out[i] = Dtype == LOOMRT_BF16 ? loomrt_bf16_to_f32(h[i])
-                                    : loomrt_f16_to_f32(h[i]);
-  }
-}
-
-/// Rounds N values to the element type and stores them at `element`.
-template <int Dtype>
-__device__ __forceinline__ void storePack(void *base, int64_t element,
-                                          const float *in) {
-  constexpr int N = Pack<Dtype>::N;
-  uint4 raw;
-  if constexpr (Dtype == LOOMRT_F32) {
-    float *f = reinterpret_cast<float *>(&raw);
-    for (int i = 0; i < N; ++i)
-      f[i] = in[i];
-  } else {
-    uint16_t *h = reinterpret_cast<uint16_t *>(&raw);
-    for (int i = 0; i < N; ++i)
-      h[i] = Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(in[i])
-                                  : loomrt_f32_to_f16(in[i]);
-  }
-  *reinterpret_cast<uint4 *>(static_cast<char *>(base) +
-                             element * (Dtype == LOOMRT_F32 ? 4 : 2)) = raw;
-}
-
-/// Packs per thread that a register-resident row may need (rows up to
-/// 256 * 4 packs: 8192 bf16 or 4096 f32 elements).
-constexpr int kRowPacks = 4;
-
-template <int Dtype>
-__global__ void normVecKernel(const void *x, const void *scale,
-                              const void *bias, void *out, int64_t rows,
-                              int64_t n, float eps, int rms) {
-  constexpr int N = Pack<Dtype>::N;
-  __shared__ float shared[256];
-  int64_t packs = n / N;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float v[kRowPacks][N];
-    float sum = 0.0f;
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
-      if (p < packs) {
-        loadPack<Dtype>(x, r * n + p * N, v[k]);
-        for (int i = 0; i < N; ++i)
-          sum += v[k][i];
-      }
-    }
-    float mean = rms ? 0.0f : blockReduce<false>(sum, shared) / float(n);
-    float squares = 0.0f;
-    for (int k = 0; k < kRowPacks; ++k)
-      if (threadIdx.x + int64_t(k) * blockDim.x < packs)
-        for (int i = 0; i < N; ++i) {
-          float centred = v[k][i] - mean;
-          squares += centred * centred;
-        }
-    float inverse =
-        rsqrtf(blockReduce<false>(squares, shared) / float(n) + eps);
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
-      if (p >= packs)
-        continue;
-      float weight[N], shift[N], y[N];
-      loadPack<Dtype>(scale, p * N, weight);
-      if (bias)
-        loadPack<Dtype>(bias, p * N, shift);
-      for (int i = 0; i < N; ++i) {
-        y[i] = (v[k][i] - mean) * inverse * weight[i];
-        if (bias)
-          y[i] += shift[i];
-      }
-      storePack<Dtype>(out, r * n + p * N, y);
-    }
-  }
-}
-
-/// The attention softmax of attentionSoftmaxKernel, the row in registers.
-__global__ void attentionSoftmaxVecKernel(float *scores, int64_t rows,
-                                          int64_t s, int64_t t, int causal) {
-  __shared__ float shared[256];
-  int64_t packs = t / 4;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float *row = scores + r * t;
-    int64_t i = r % s, visible = causal ? min(t, i + 1) : t;
-    float v[kRowPacks][4];
-    float maximum = -INFINITY;
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
-      if (p < packs) {
-        loadPack<LOOMRT_F32>(row, p * 4, v[k]);
-        for (int e = 0; e < 4; ++e)
-          if (p * 4 + e < visible)
-            maximum = fmaxf(maximum, v[k][e]);
-      }
-    }
-    maximum = blockReduce<true>(maximum, shared);
-    float total = 0.0f;
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
-      if (p < packs)
-        for (int e = 0; e < 4; ++e)
-          if (p * 4 + e < visible) {
-            v[k][e] = expf(v[k][e] - maximum);
-            total += v[k][e];
-          }
-    }
-    total = blockReduce<false>(total, shared);
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
-      if (p >= packs)
-        continue;
-      float y[4];
-      for (int e = 0; e < 4; ++e)
-        y[e] = p * 4 + e < visible ? v[k][e] / total : 0.0f;
-      storePack<LOOMRT_F32>(row, p * 4, y);
-    }
-  }
-}
-
-/// rowReduceKernel streaming 16-byte packs (rows of any length).
-template <int Dtype>
-__global__ void rowReduceVecKernel(int reduction, const void *in, void *out,
-                                   int64_t rows, int64_t n, float scale) {
-  constexpr int N = Pack<Dtype>::N;
-  __shared__ float shared[256];
-  int64_t packs = n / N;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
-    for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-      float v[N];
-      loadPack<Dtype>(in, r * n + p * N, v);
-      for (int i = 0; i < N; ++i)
-        acc = reduction == LOOMRT_MAX ? (v[i] > acc || isnan(v[i]) ? v[i] : acc)
-                                      : acc + v[i];
-    }
-    float total = reduction == LOOMRT_MAX ? blockReduce<true>(acc, shared)
-                                          : blockReduce<false>(acc, shared);
-    if (threadIdx.x == 0)
-      store(Dtype, out, r, reduction == LOOMRT_MAX ? total : total * scale);
-  }
 }
 
 /// Launches Kernel<Dtype> for a floating dtype.
@@ -918,10 +733,17 @@ void forFloatType(int dtype, Args... args) {
 }
 
 template <int Dtype> struct LaunchNorm {
-  static void run(const void *x, const void *scale, const void *bias, void *out,
-                  int64_t rows, int64_t n, float eps, int rms) {
-    normVecKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
-        x, scale, bias, out, rows, n, eps, rms);
+  static void run(int scaleDtype, const void *x, const void *scale,
+                  const void *bias, void *out, int64_t rows, int64_t n,
+                  float eps, int rms) {
+    if (scaleDtype == Dtype)
+      normVecKernel<Dtype, Dtype>
+          <<<blocksFor(rows, 1), 256, 0, device().stream>>>(x, scale, bias, out,
+                                                            rows, n, eps, rms);
+    else if constexpr (Dtype != LOOMRT_F32) // an f32 scale (normVecScales)
+      normVecKernel<Dtype, LOOMRT_F32>
+          <<<blocksFor(rows, 1), 256, 0, device().stream>>>(x, scale, bias, out,
+                                                            rows, n, eps, rms);
   }
 };
 
@@ -1167,9 +989,10 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
                             int64_t rows, int64_t n, double eps, int rms) {
-  if (scaleDtype == dtype && packable(dtype, n, true, {x, scale, bias, out}))
-    forFloatType<LaunchNorm>(dtype, x, scale, bias, out, rows, n, float(eps),
-                             rms);
+  if (normVecScales(dtype, scaleDtype) &&
+      packable(dtype, n, true, {x, scale, bias, out}))
+    forFloatType<LaunchNorm>(dtype, scaleDtype, x, scale, bias, out, rows, n,
+                             float(eps), rms);
   else
     normKernel<<<blocksFor(rows, 1), 256, 0, device().stream>>>(
         dtype, x, scaleDtype, scale, bias, out, rows, n, float(eps), rms);

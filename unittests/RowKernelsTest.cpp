@@ -1,0 +1,189 @@
+//===- RowKernelsTest.cpp - The 16-byte CUDA row kernels, on the host -----===//
+//
+// Runs the source of the row kernels with 16-byte loads (runtime/cuda/
+// RowKernels.cuh) on host threads (CudaOnCpu.h) and checks them against
+// the exact results rounded once: layer norm of bf16 rows with f32 gains
+// and biases (a GPT's), RMS norm of f16 rows with f16 gains, f32 rows as
+// long as a row held in registers may be, the masked attention softmax,
+// and row sums, means and maxima (a NaN wins the maximum).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaOnCpu.h"
+
+#include "runtime/cuda/RowKernels.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace loomrt::rows;
+using loomrt::load;
+using loomrt::store;
+
+/// Values of `dtype` in a 16-byte aligned buffer, from exact f32 values.
+struct Buffer {
+  int dtype;
+  std::vector<float> storage; // f32 words hold 2 bf16/f16 elements
+  Buffer(int dtype, const std::vector<float> &values)
+      : dtype(dtype), storage(values.size()) {
+    for (size_t i = 0; i < values.size(); ++i)
+      store(dtype, data(), int64_t(i), values[i]);
+  }
+  void *data() { return storage.data(); }
+  float at(int64_t i) { return load(dtype, data(), i); }
+};
+
+std::vector<float> randomValues(int dtype, size_t count, float mean,
+                                unsigned seed) {
+  std::mt19937 random(seed);
+  std::normal_distribution<float> normal(mean, 1.0f);
+  std::vector<float> values(count);
+  for (float &v : values) {
+    // Representable in the type, so that the kernel and the reference
+    // start from the same numbers.
+    Buffer one(dtype, {normal(random)});
+    v = one.at(0);
+  }
+  return values;
+}
+
+/// Distance in units in the last place of `dtype` between the stored
+/// result and the exact value rounded once.
+int64_t ulps(int dtype, float got, double exact) {
+  auto ordered = [&](float x) -> int64_t {
+    uint32_t bits;
+    if (dtype == LOOMRT_F32) {
+      std::memcpy(&bits, &x, 4);
+      int64_t magnitude = bits & 0x7fffffffu;
+      return bits >> 31 ? -magnitude : magnitude;
+    }
+    uint16_t half =
+        dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(x) : loomrt_f32_to_f16(x);
+    int64_t magnitude = half & 0x7fff;
+    return half & 0x8000 ? -magnitude : magnitude;
+  };
+  Buffer rounded(dtype, {float(exact)});
+  return std::llabs(ordered(got) - ordered(rounded.at(0)));
+}
+
+/// The most ulps over the rows of a norm against the exact one.
+template <int Dtype, int ScaleDtype>
+int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks) {
+  std::vector<float> x = randomValues(Dtype, size_t(rows * n), 0.5f, 1),
+                     gain = randomValues(ScaleDtype, size_t(n), 1.0f, 2),
+                     shift = randomValues(ScaleDtype, size_t(n), 0.0f, 3);
+  Buffer in(Dtype, x), scale(ScaleDtype, gain), bias(ScaleDtype, shift),
+      out(Dtype, std::vector<float>(size_t(rows * n), 0.0f));
+  const float eps = 1e-5f;
+  cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
+    normVecKernel<Dtype, ScaleDtype>(in.data(), scale.data(),
+                                     rms ? nullptr : bias.data(), out.data(),
+                                     rows, n, eps, rms);
+  });
+  int64_t worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0.0, squares = 0.0;
+    for (int64_t j = 0; j < n; ++j)
+      mean += x[size_t(r * n + j)];
+    mean = rms ? 0.0 : mean / double(n);
+    for (int64_t j = 0; j < n; ++j)
+      squares += (x[size_t(r * n + j)] - mean) * (x[size_t(r * n + j)] - mean);
+    double inverse = 1.0 / std::sqrt(squares / double(n) + double(eps));
+    for (int64_t j = 0; j < n; ++j) {
+      double y = (x[size_t(r * n + j)] - mean) * inverse * gain[size_t(j)] +
+                 (rms ? 0.0 : shift[size_t(j)]);
+      if (Dtype == LOOMRT_F32) // f32: the order of the f32 sums shows
+        worst = std::max(
+            worst,
+            int64_t(std::fabs(out.at(r * n + j) - y) /
+                    (1e-6 * (std::fabs(y) + std::fabs(shift[size_t(j)]) + 1))));
+      else
+        worst = std::max(worst, ulps(Dtype, out.at(r * n + j), y));
+    }
+  }
+  return worst;
+}
+
+TEST(RowKernelsTest, LayerNormBf16RowsWithF32Gains) {
+  // A GPT's layer norm: 768 bf16 elements, f32 gains and biases; five rows
+  // over two blocks (each block loops over rows).
+  EXPECT_LE((normError<LOOMRT_BF16, LOOMRT_F32>(5, 768, false, 2)), 1);
+}
+
+TEST(RowKernelsTest, RmsNormF16RowsWithF16Gains) {
+  EXPECT_LE((normError<LOOMRT_F16, LOOMRT_F16>(3, 256, true, 3)), 1);
+}
+
+TEST(RowKernelsTest, LayerNormF32RowsAsLongAsRegistersHold) {
+  // 256 threads x 4 packs x 4 floats: the longest row kept in registers.
+  // f32 results: within 1e-6 of the terms' size (the f32 sums' order).
+  EXPECT_LE((normError<LOOMRT_F32, LOOMRT_F32>(2, 4096, false, 1)), 1);
+}
+
+TEST(RowKernelsTest, AttentionSoftmaxMasksAndNormalises) {
+  const int64_t s = 6, t = 100, batch = 2, rows = batch * s;
+  std::vector<float> scores = randomValues(LOOMRT_F32, size_t(rows * t), 0, 4);
+  std::vector<float> original = scores;
+  for (int causal = 0; causal < 2; ++causal) {
+    scores = original;
+    cuda_on_cpu::launch({4, 1, 1}, 256, 0, [&] {
+      attentionSoftmaxVecKernel(scores.data(), rows, s, t, causal);
+    });
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t visible = causal ? std::min(t, r % s + 1) : t;
+      double maximum = -INFINITY, total = 0.0;
+      for (int64_t j = 0; j < visible; ++j)
+        maximum = std::max(maximum, double(original[size_t(r * t + j)]));
+      for (int64_t j = 0; j < visible; ++j)
+        total += std::exp(original[size_t(r * t + j)] - maximum);
+      for (int64_t j = 0; j < t; ++j) {
+        double p = j < visible
+                       ? std::exp(original[size_t(r * t + j)] - maximum) / total
+                       : 0.0;
+        EXPECT_NEAR(scores[size_t(r * t + j)], p, 1e-6 * (p + 1e-3))
+            << "row " << r << ", column " << j << ", causal " << causal;
+      }
+    }
+  }
+}
+
+TEST(RowKernelsTest, RowSumsMeansAndMaxima) {
+  const int64_t rows = 3, n = 1000; // 125 packs of 8 bf16
+  std::vector<float> x = randomValues(LOOMRT_BF16, size_t(rows * n), 0, 5);
+  x[size_t(2 * n + 17)] = std::numeric_limits<float>::quiet_NaN();
+  Buffer in(LOOMRT_BF16, x);
+  for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
+    Buffer out(LOOMRT_BF16, std::vector<float>(size_t(rows), -1.0f));
+    float scale = reduction == LOOMRT_SUM ? 1.0f / float(n) : 1.0f; // a mean
+    cuda_on_cpu::launch({2, 1, 1}, 256, 0, [&] {
+      rowReduceVecKernel<LOOMRT_BF16>(reduction, in.data(), out.data(), rows, n,
+                                      scale);
+    });
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = reduction == LOOMRT_SUM ? 0.0 : -INFINITY;
+      bool nan = false;
+      for (int64_t j = 0; j < n; ++j) {
+        float v = x[size_t(r * n + j)];
+        nan = nan || std::isnan(v);
+        exact =
+            reduction == LOOMRT_SUM ? exact + v : std::max(exact, double(v));
+      }
+      if (nan) {
+        EXPECT_TRUE(std::isnan(out.at(r)))
+            << "row " << r << ", reduction " << reduction;
+        continue;
+      }
+      EXPECT_LE(ulps(LOOMRT_BF16, out.at(r), exact * scale), 1)
+          << "row " << r << ", reduction " << reduction;
+    }
+  }
+}
+
+} // namespace
