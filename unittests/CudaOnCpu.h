@@ -1,19 +1,20 @@
-//===- CudaOnCpu.h - Run a CUDA kernel's source on host threads -*- C++ -*-===//
+//===- CudaOnCpu.h - Run a CUDA kernel's source on the host ---*- C++ -*-===//
 //
 // Part of the Loom project.
 //
-// Most machines that build Loom have no GPU, and the fused attention kernel
-// (runtime/cuda/FusedAttention.cuh) must be right before one runs it. This
-// header lets a unit test compile that kernel's source for the host and run
-// it: every CUDA thread of a block is a host thread, __syncthreads() is a
-// barrier of the block's threads, __shfl_xor_sync exchanges values through
-// a warp's barrier, and each WMMA fragment holds its whole 16 x 16 tile in
-// every lane (the kernel only loads, multiplies and stores fragments, never
-// reads their elements, so the hardware's element layout does not matter).
-// Tensor-core products are computed in f32 from exactly widened inputs, in
-// order; the hardware adds in another order, which a test's tolerance must
-// allow for. Blocks run one after another, so one buffer is the dynamic
-// shared memory of every block.
+// Most machines that build Loom have no GPU, and kernels must be right
+// before one runs them. This header lets a test compile a kernel's source
+// for the host and run it: every CUDA thread of a block is a fiber on the
+// calling thread (run in thread order until it reaches a barrier),
+// __syncthreads() is a barrier of the block's fibers, __shfl_xor_sync
+// exchanges values through a warp's barrier, and each WMMA fragment holds
+// its whole 16 x 16 tile in every lane (the kernels only load, multiply and
+// store fragments, never read their elements, so the hardware's element
+// layout does not matter). Tensor-core products are computed in f32 from
+// exactly widened inputs, in order; the hardware adds in another order,
+// which a test's tolerance must allow for. Blocks run one after another, so
+// one buffer is the dynamic shared memory of every block, and a kernel's
+// static __shared__ arrays are static variables.
 //
 // Only what FusedAttention.cuh and RowKernels.cuh use is emulated. Include
 // this header before the kernels'.
@@ -27,14 +28,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <ucontext.h>
 
 #define __global__
 #define __device__
@@ -50,77 +52,126 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-/// A reusable barrier of `count` threads.
-class Barrier {
-public:
-  explicit Barrier(int count) : count(count) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    int generation = this->generation;
-    if (++arrived == count) {
-      arrived = 0;
-      ++this->generation;
-      released.notify_all();
-      return;
-    }
-    released.wait(lock, [&] { return generation != this->generation; });
-  }
-
-private:
-  std::mutex mutex;
-  std::condition_variable released;
-  int count, arrived = 0, generation = 0;
-};
-
-/// One running block: its barrier, its warps' barriers and exchange slots.
-struct Block {
-  explicit Block(int threads) : barrier(threads), exchange(size_t(threads)) {
-    for (int w = 0; w < (threads + 31) / 32; ++w)
-      warps.emplace_back(new Barrier(std::min(32, threads - 32 * w)));
-  }
-  Barrier barrier;
-  std::vector<std::unique_ptr<Barrier>> warps;
-  std::vector<float> exchange;
-};
-
-inline thread_local Dim3 threadIdx, blockIdx;
-inline thread_local Block *currentBlock = nullptr;
-inline Dim3 blockDim, gridDim;
+inline Dim3 threadIdx, blockIdx, blockDim, gridDim;
 inline std::vector<unsigned char> dynamicShared;
+
+/// One block's threads as fibers on the calling thread: each runs until it
+/// reaches a barrier (of the block, or of its warp for a shuffle), and a
+/// fiber at a barrier runs on once every member of its group has arrived.
+/// Deterministic: fibers run in thread order between barriers.
+struct BlockRun {
+  struct Fiber {
+    ucontext_t context;
+    std::vector<char> stack;
+    bool done = false;
+    int group = -1; // the barrier group it waits at, or -1
+    int generation = 0;
+  };
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler;
+  // Group 0 is the block, group 1 + w warp w.
+  std::vector<int> arrived, generation, members;
+  std::vector<float> exchange;
+  const std::function<void()> *kernel = nullptr;
+  int current = 0;
+};
+inline BlockRun *run = nullptr;
+
+inline void fiberEntry() {
+  run->kernel->operator()();
+  run->fibers[size_t(run->current)].done = true;
+}
+
+/// Waits at `group`'s barrier.
+inline void barrier(int group) {
+  BlockRun &r = *run;
+  if (++r.arrived[size_t(group)] == r.members[size_t(group)]) {
+    r.arrived[size_t(group)] = 0;
+    ++r.generation[size_t(group)];
+    return;
+  }
+  BlockRun::Fiber &fiber = r.fibers[size_t(r.current)];
+  fiber.group = group;
+  fiber.generation = r.generation[size_t(group)];
+  swapcontext(&fiber.context, &r.scheduler);
+}
 
 /// Runs `kernel` (a callable taking no arguments that calls the kernel with
 /// its arguments) over `grid` blocks of `threads` threads, with `shared`
-/// bytes of dynamic shared memory.
+/// bytes of dynamic shared memory. A kernel without barriers or shuffles
+/// (`barriers` false) runs its threads one after another, without fibers.
 inline void launch(Dim3 grid, int threads, size_t shared,
-                   const std::function<void()> &kernel) {
+                   const std::function<void()> &kernel, bool barriers = true) {
   gridDim = grid;
   blockDim = Dim3{unsigned(threads), 1, 1};
   dynamicShared.assign(shared, 0xcd); // not zero: the kernel must write first
+  static BlockRun state;
+  BlockRun &r = state;
+  r.kernel = &kernel;
+  r.fibers.resize(size_t(threads));
+  int warps = (threads + 31) / 32;
+  r.members.assign(size_t(1 + warps), 32);
+  r.members[0] = threads;
+  if (threads % 32)
+    r.members.back() = threads % 32;
+  r.exchange.assign(size_t(threads), 0.0f);
+  run = &r;
   for (unsigned y = 0; y < grid.y; ++y)
     for (unsigned x = 0; x < grid.x; ++x) {
-      Block block(threads);
-      std::vector<std::thread> team;
-      for (int t = 0; t < threads; ++t)
-        team.emplace_back([&, t] {
+      blockIdx = Dim3{x, y, 0};
+      if (!barriers) {
+        for (int t = 0; t < threads; ++t) {
           threadIdx = Dim3{unsigned(t), 0, 0};
-          blockIdx = Dim3{x, y, 0};
-          currentBlock = &block;
           kernel();
-        });
-      for (std::thread &thread : team)
-        thread.join();
+        }
+        continue;
+      }
+      r.arrived.assign(r.members.size(), 0);
+      r.generation.assign(r.members.size(), 0);
+      for (BlockRun::Fiber &fiber : r.fibers) {
+        fiber.stack.resize(256 * 1024);
+        getcontext(&fiber.context);
+        fiber.context.uc_stack.ss_sp = fiber.stack.data();
+        fiber.context.uc_stack.ss_size = fiber.stack.size();
+        fiber.context.uc_link = &r.scheduler;
+        makecontext(&fiber.context, fiberEntry, 0);
+        fiber.done = false;
+        fiber.group = -1;
+      }
+      for (int left = threads; left > 0;) {
+        bool progressed = false;
+        for (int t = 0; t < threads; ++t) {
+          BlockRun::Fiber &fiber = r.fibers[size_t(t)];
+          if (fiber.done ||
+              (fiber.group >= 0 &&
+               r.generation[size_t(fiber.group)] == fiber.generation))
+            continue;
+          fiber.group = -1;
+          r.current = t;
+          threadIdx = Dim3{unsigned(t), 0, 0};
+          swapcontext(&r.scheduler, &fiber.context);
+          progressed = true;
+          left -= fiber.done;
+        }
+        if (!progressed) {
+          fprintf(stderr,
+                  "cuda_on_cpu: block (%u, %u): threads wait at "
+                  "barriers that can never release\n",
+                  x, y);
+          abort();
+        }
+      }
     }
 }
 
-inline void syncthreads() { currentBlock->barrier.wait(); }
+inline void syncthreads() { barrier(0); }
 
 inline float shflXor(float value, int offset) {
   int t = int(threadIdx.x), warp = t / 32;
-  Barrier &barrier = *currentBlock->warps[size_t(warp)];
-  currentBlock->exchange[size_t(t)] = value;
-  barrier.wait();
-  float other = currentBlock->exchange[size_t(warp * 32 + ((t % 32) ^ offset))];
-  barrier.wait(); // no lane overwrites its slot before every lane has read
+  run->exchange[size_t(t)] = value;
+  barrier(1 + warp);
+  float other = run->exchange[size_t(warp * 32 + ((t % 32) ^ offset))];
+  barrier(1 + warp); // no lane overwrites its slot before every lane has read
   return other;
 }
 
