@@ -41,10 +41,11 @@
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __restrict__ __restrict
 #define __launch_bounds__(threads)
-// A block's static shared arrays: one per kernel, shared by the block's
-// threads (blocks run one after another).
-#define __shared__ static
+// A block's static shared arrays: one per kernel and host thread, shared by
+// the block's fibers (blocks run one after another).
+#define __shared__ static thread_local
 
 namespace cuda_on_cpu {
 
@@ -52,8 +53,10 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-inline Dim3 threadIdx, blockIdx, blockDim, gridDim;
-inline std::vector<unsigned char> dynamicShared;
+// Per host thread: each is a device of its own (the loopback mode runs a
+// rank per thread).
+inline thread_local Dim3 threadIdx, blockIdx, blockDim, gridDim;
+inline thread_local std::vector<unsigned char> dynamicShared;
 
 /// One block's threads as fibers on the calling thread: each runs until it
 /// reaches a barrier (of the block, or of its warp for a shuffle), and a
@@ -75,7 +78,7 @@ struct BlockRun {
   const std::function<void()> *kernel = nullptr;
   int current = 0;
 };
-inline BlockRun *run = nullptr;
+inline thread_local BlockRun *run = nullptr;
 
 inline void fiberEntry() {
   run->kernel->operator()();
@@ -105,7 +108,7 @@ inline void launch(Dim3 grid, int threads, size_t shared,
   gridDim = grid;
   blockDim = Dim3{unsigned(threads), 1, 1};
   dynamicShared.assign(shared, 0xcd); // not zero: the kernel must write first
-  static BlockRun state;
+  static thread_local BlockRun state;
   BlockRun &r = state;
   r.kernel = &kernel;
   r.fibers.resize(size_t(threads));

@@ -17,6 +17,14 @@ ranks; with --long or LOOM_LONG=1 also 8 ranks), and for both examples:
 The examples are also built without --dtype (bf16) and compared the same
 way, norm-wise: ||a - b|| / ||b|| <= 2e-2.
 
+With --cuda-on-cpu OBJ_DIR, each model runs once, on the mesh of its
+rendering with the most axes (the examples on [dp: 2, tp: 2]), as its CUDA
+program: loomc --target=cuda --emit=cuda, turned into host C++ over
+unittests/CudaOnCpu.h by runtime/tools/cuda-on-cpu.py and linked with the
+CPU libloomrt (OBJ_DIR/lib), run in loopback mode and compared with the
+1-rank CPU build as above. The generated kernels run as written for the
+GPU; the library calls are the CPU runtime's.
+
 A model's renderings for different meshes differ only in their
 annotations, not in what they compute, so one 1-rank build and one
 interpreter run (of the rendering with the most axes) serve every mesh of a
@@ -192,9 +200,11 @@ def mesh_flag(axes_sizes):
     return ["--mesh", ",".join(f"{a}={n}" for a, n in axes_sizes)] if axes_sizes else []
 
 
-def build_cases(long, include_bugs):
+def build_cases(long, include_bugs, cuda_on_cpu=False):
     cases = []
     for tag, mesh in models.MESHES + (models.LONG_MESHES if long else []):
+        if cuda_on_cpu and tag != "dp2tp2":
+            continue
         sizes = dict(mesh)
         over = [(a, sizes.get(a, 1)) for a in EXAMPLE_AXES]
         ranks = int(np.prod([n for _, n in over]))
@@ -215,6 +225,8 @@ def build_cases(long, include_bugs):
         ref_source = (f"{m.name}.{ref_tag}.loom", models.render(m.template, ref_mesh))
         one_flags = mesh_flag([(a, 1) for a, _ in ref_mesh])
         for tag, mesh in m.meshes(long):
+            if cuda_on_cpu and tag != ref_tag:
+                continue
             ranks = int(np.prod([n for _, n in mesh])) if mesh else 1
             source = (f"{m.name}.{tag}.loom", models.render(m.template, mesh))
             cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name))
@@ -259,6 +271,24 @@ class Runner:
             run_command(argv, RUN_TIMEOUT, directory)
         return load(os.path.join(directory, out))
 
+    def cuda_on_cpu(self, case, src, directory):
+        """The model's CUDA program built for the host and run in loopback
+        mode; its outputs."""
+        obj = self.args.cuda_on_cpu
+        run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "--target=cuda",
+                     "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
+        run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
+                     "model.cu", "model.cpp"], COMPILE_TIMEOUT, directory)
+        run_command([self.args.cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w",
+                     "-I", os.path.join(self.src_root, "runtime", "include"),
+                     "-I", os.path.join(self.src_root, "unittests"), "-I", self.src_root,
+                     "model.cpp", os.path.join(obj, "lib", "libloomrt_nompi.a"),
+                     os.path.join(obj, "lib", "libloomrt_core.a"), "-lopenblas", "-lm", "-lpthread",
+                     "-o", "model"], COMPILE_TIMEOUT, directory)
+        run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", "out.safetensors",
+                     "--collective-timeout", "60"], RUN_TIMEOUT, directory)
+        return load(os.path.join(directory, "out.safetensors"))
+
     def reference(self, case):
         """The 1-rank outputs, the interpreter's, and their comparison."""
         directory = os.path.join(self.args.workdir, "ref", case.ref_key)
@@ -282,11 +312,14 @@ class Runner:
             directory = os.path.join(self.args.workdir, case.name, case.mesh_tag + ("-bf16" if case.bf16 else ""))
             os.makedirs(directory, exist_ok=True)
             src = self.source_path(case.source, directory)
-            run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
-                        COMPILE_TIMEOUT, directory)
-            got = self.execute("./model", case.ranks, "out.safetensors", directory)
+            if self.args.cuda_on_cpu:
+                got = self.cuda_on_cpu(case, src, directory)
+            else:
+                run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
+                            COMPILE_TIMEOUT, directory)
+                got = self.execute("./model", case.ranks, "out.safetensors", directory)
             problems, worst = compare(got, one, case.bf16)
-            if case.ranks > 1:
+            if case.ranks > 1 and not self.args.cuda_on_cpu:
                 # The loopback mode (every rank a thread of one process)
                 # must give the MPI run's outputs exactly.
                 run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out",
@@ -305,6 +338,8 @@ class Runner:
             return False, f"FAIL {case.label}: {failure}"
         seconds = time.monotonic() - start
         ranks = f"{case.ranks} rank" + ("s" if case.ranks > 1 else "")
+        if self.args.cuda_on_cpu:
+            ranks = f"CUDA on the CPU, {ranks}"
         reasons = [f"{ranks} against 1 rank: {p}" for p in problems]
         reasons += [f"1 rank against the interpreter: {p}" for p in ref_problems]
         if reasons:
@@ -325,6 +360,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
+                        help="run each model's CUDA program on the CPU instead (see above); "
+                             "OBJ_DIR is the build directory with lib/libloomrt_nompi.a")
+    parser.add_argument("--cxx", default="clang++", help="the C++ compiler of --cuda-on-cpu")
     args = parser.parse_args()
     long = args.long or os.environ.get("LOOM_LONG") == "1"
     args.mpirun = os.path.abspath(args.mpirun) if os.path.sep in args.mpirun else args.mpirun
@@ -332,7 +371,9 @@ def main():
     args.workdir = os.path.abspath(args.workdir)
     os.makedirs(args.workdir, exist_ok=True)
 
-    cases = [c for c in build_cases(long, args.all) if args.filter in c.label]
+    if args.cuda_on_cpu:
+        args.cuda_on_cpu = os.path.abspath(args.cuda_on_cpu)
+    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu)) if args.filter in c.label]
     if args.list:
         for case in cases:
             print(case.label)
