@@ -36,7 +36,9 @@
 #include <type_traits>
 #include <vector>
 
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 
 #define __global__
 #define __device__
@@ -50,7 +52,8 @@
 namespace cuda_on_cpu {
 
 struct Dim3 {
-  unsigned x = 1, y = 1, z = 1;
+  Dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1) : x(x), y(y), z(z) {}
+  unsigned x, y, z;
 };
 
 // Per host thread: each is a device of its own (the loopback mode runs a
@@ -58,25 +61,91 @@ struct Dim3 {
 inline thread_local Dim3 threadIdx, blockIdx, blockDim, gridDim;
 inline thread_local std::vector<unsigned char> dynamicShared;
 
+inline void fiberEntry();
+
+// Switching fibers: on x86-64 a few instructions (callee-saved registers
+// and the stack pointer), as the reductions' barriers switch millions of
+// times; elsewhere ucontext, whose every switch is a system call.
+#if defined(__x86_64__)
+} // namespace cuda_on_cpu
+// Weak: every test that includes this header defines it, once in the end.
+asm(".pushsection .text\n"
+    ".weak loom_cuda_on_cpu_switch\n"
+    ".type loom_cuda_on_cpu_switch, @function\n"
+    "loom_cuda_on_cpu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n"
+    "  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n"
+    "  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".popsection\n");
+/// Saves the callee-saved registers and stack pointer in *from, resumes to.
+extern "C" void loom_cuda_on_cpu_switch(void **from, void *to);
+namespace cuda_on_cpu {
+struct Context {
+  void *sp = nullptr;
+};
+inline void switchTo(Context &from, Context &to) {
+  loom_cuda_on_cpu_switch(&from.sp, to.sp);
+}
+[[noreturn]] inline void fiberTrampoline();
+/// A context that starts fiberEntry on `stack`, then switches to `back`.
+inline void makeContext(Context &context, std::vector<char> &stack,
+                        Context &back) {
+  uintptr_t top =
+      reinterpret_cast<uintptr_t>(stack.data() + stack.size()) & ~uintptr_t(15);
+  void **slots = reinterpret_cast<void **>(top) - 8;
+  // Six registers to pop, then the trampoline as the return address; at
+  // its entry the stack is aligned as after a call.
+  for (int i = 0; i < 6; ++i)
+    slots[i] = nullptr;
+  slots[6] = reinterpret_cast<void *>(&fiberTrampoline);
+  slots[7] = nullptr;
+  context.sp = slots;
+  (void)back;
+}
+#else
+struct Context {
+  ucontext_t context;
+};
+inline void switchTo(Context &from, Context &to) {
+  swapcontext(&from.context, &to.context);
+}
+inline void makeContext(Context &context, std::vector<char> &stack,
+                        Context &back) {
+  getcontext(&context.context);
+  context.context.uc_stack.ss_sp = stack.data();
+  context.context.uc_stack.ss_size = stack.size();
+  context.context.uc_link = &back.context;
+  makecontext(&context.context, fiberEntry, 0);
+}
+#endif
+
 /// One block's threads as fibers on the calling thread: each runs until it
 /// reaches a barrier (of the block, or of its warp for a shuffle), and a
 /// fiber at a barrier runs on once every member of its group has arrived.
-/// Deterministic: fibers run in thread order between barriers.
+/// Deterministic: fibers run in thread order between barriers. Thread 0
+/// runs first; when it ends without reaching a barrier, the block's other
+/// threads run one after another without fibers (CUDA's barriers are
+/// reached by every thread of a block or by none).
 struct BlockRun {
   struct Fiber {
-    ucontext_t context;
+    Context context;
     std::vector<char> stack;
     bool done = false;
     int group = -1; // the barrier group it waits at, or -1
     int generation = 0;
   };
   std::vector<Fiber> fibers;
-  ucontext_t scheduler;
+  Context scheduler;
   // Group 0 is the block, group 1 + w warp w.
   std::vector<int> arrived, generation, members;
   std::vector<float> exchange;
   const std::function<void()> *kernel = nullptr;
   int current = 0;
+  bool inFiber = false;
 };
 inline thread_local BlockRun *run = nullptr;
 
@@ -85,9 +154,25 @@ inline void fiberEntry() {
   run->fibers[size_t(run->current)].done = true;
 }
 
+#if defined(__x86_64__)
+inline void fiberTrampoline() {
+  fiberEntry();
+  // Done: back to the scheduler, never to return here.
+  switchTo(run->fibers[size_t(run->current)].context, run->scheduler);
+  abort();
+}
+#endif
+
 /// Waits at `group`'s barrier.
 inline void barrier(int group) {
   BlockRun &r = *run;
+  if (!r.inFiber) {
+    fprintf(stderr,
+            "cuda_on_cpu: thread %u of block (%u, %u) reached a barrier that "
+            "thread 0 did not\n",
+            threadIdx.x, blockIdx.x, blockIdx.y);
+    abort();
+  }
   if (++r.arrived[size_t(group)] == r.members[size_t(group)]) {
     r.arrived[size_t(group)] = 0;
     ++r.generation[size_t(group)];
@@ -96,20 +181,40 @@ inline void barrier(int group) {
   BlockRun::Fiber &fiber = r.fibers[size_t(r.current)];
   fiber.group = group;
   fiber.generation = r.generation[size_t(group)];
-  swapcontext(&fiber.context, &r.scheduler);
+  switchTo(fiber.context, r.scheduler);
+}
+
+inline void startFiber(BlockRun &r, int t) {
+  BlockRun::Fiber &fiber = r.fibers[size_t(t)];
+  if (fiber.stack.empty())
+    fiber.stack.resize(256 * 1024);
+  makeContext(fiber.context, fiber.stack, r.scheduler);
+  fiber.done = false;
+  fiber.group = -1;
+}
+
+/// Resumes fiber t (thread t) until it waits or ends.
+inline void resume(BlockRun &r, int t) {
+  r.fibers[size_t(t)].group = -1;
+  r.current = t;
+  threadIdx = Dim3{unsigned(t), 0, 0};
+  r.inFiber = true;
+  switchTo(r.scheduler, r.fibers[size_t(t)].context);
+  r.inFiber = false;
 }
 
 /// Runs `kernel` (a callable taking no arguments that calls the kernel with
-/// its arguments) over `grid` blocks of `threads` threads, with `shared`
-/// bytes of dynamic shared memory. A kernel without barriers or shuffles
-/// (`barriers` false) runs its threads one after another, without fibers.
-inline void launch(Dim3 grid, int threads, size_t shared,
-                   const std::function<void()> &kernel, bool barriers = true) {
+/// its arguments) over `grid` blocks of `block.x` threads, with `shared`
+/// bytes of dynamic shared memory, now.
+inline void runNow(Dim3 grid, Dim3 block, size_t shared,
+                   const std::function<void()> &kernel) {
+  int threads = int(block.x * block.y * block.z);
   gridDim = grid;
-  blockDim = Dim3{unsigned(threads), 1, 1};
+  blockDim = block;
   dynamicShared.assign(shared, 0xcd); // not zero: the kernel must write first
   static thread_local BlockRun state;
   BlockRun &r = state;
+  BlockRun *outer = run;
   r.kernel = &kernel;
   r.fibers.resize(size_t(threads));
   int warps = (threads + 31) / 32;
@@ -119,52 +224,77 @@ inline void launch(Dim3 grid, int threads, size_t shared,
     r.members.back() = threads % 32;
   r.exchange.assign(size_t(threads), 0.0f);
   run = &r;
-  for (unsigned y = 0; y < grid.y; ++y)
-    for (unsigned x = 0; x < grid.x; ++x) {
-      blockIdx = Dim3{x, y, 0};
-      if (!barriers) {
-        for (int t = 0; t < threads; ++t) {
-          threadIdx = Dim3{unsigned(t), 0, 0};
-          kernel();
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        blockIdx = Dim3{x, y, z};
+        r.arrived.assign(r.members.size(), 0);
+        r.generation.assign(r.members.size(), 0);
+        startFiber(r, 0);
+        resume(r, 0);
+        if (r.fibers[0].done) {
+          // No barrier: the other threads need no fibers.
+          for (int t = 1; t < threads; ++t) {
+            threadIdx = Dim3{unsigned(t), 0, 0};
+            kernel();
+          }
+          continue;
         }
-        continue;
-      }
-      r.arrived.assign(r.members.size(), 0);
-      r.generation.assign(r.members.size(), 0);
-      for (BlockRun::Fiber &fiber : r.fibers) {
-        fiber.stack.resize(256 * 1024);
-        getcontext(&fiber.context);
-        fiber.context.uc_stack.ss_sp = fiber.stack.data();
-        fiber.context.uc_stack.ss_size = fiber.stack.size();
-        fiber.context.uc_link = &r.scheduler;
-        makecontext(&fiber.context, fiberEntry, 0);
-        fiber.done = false;
-        fiber.group = -1;
-      }
-      for (int left = threads; left > 0;) {
-        bool progressed = false;
-        for (int t = 0; t < threads; ++t) {
-          BlockRun::Fiber &fiber = r.fibers[size_t(t)];
-          if (fiber.done ||
-              (fiber.group >= 0 &&
-               r.generation[size_t(fiber.group)] == fiber.generation))
-            continue;
-          fiber.group = -1;
-          r.current = t;
-          threadIdx = Dim3{unsigned(t), 0, 0};
-          swapcontext(&r.scheduler, &fiber.context);
-          progressed = true;
-          left -= fiber.done;
-        }
-        if (!progressed) {
-          fprintf(stderr,
-                  "cuda_on_cpu: block (%u, %u): threads wait at "
-                  "barriers that can never release\n",
-                  x, y);
-          abort();
+        for (int t = 1; t < threads; ++t)
+          startFiber(r, t);
+        for (int left = threads; left > 0;) {
+          bool progressed = false;
+          left = 0;
+          for (int t = 0; t < threads; ++t) {
+            BlockRun::Fiber &fiber = r.fibers[size_t(t)];
+            if (fiber.done)
+              continue;
+            if (fiber.group >= 0 &&
+                r.generation[size_t(fiber.group)] == fiber.generation) {
+              ++left;
+              continue;
+            }
+            resume(r, t);
+            progressed = true;
+            left += !fiber.done;
+          }
+          if (left > 0 && !progressed) {
+            fprintf(stderr,
+                    "cuda_on_cpu: block (%u, %u): threads wait at "
+                    "barriers that can never release\n",
+                    x, y);
+            abort();
+          }
         }
       }
-    }
+  run = outer;
+}
+
+/// A stream: its work runs at once, or is recorded while the stream is
+/// captured (CudaRuntimeOnCpu.h), to run when the graph is launched.
+struct Stream {
+  bool capturing = false;
+  std::vector<std::function<void()>> recorded;
+};
+
+inline void enqueue(Stream *stream, std::function<void()> work) {
+  if (stream && stream->capturing)
+    stream->recorded.push_back(std::move(work));
+  else
+    work();
+}
+
+/// `kernel<<<grid, block, shared, stream>>>(...)` as runtime/tools/
+/// cuda-on-cpu.py writes it: the lambda holds the arguments by value.
+inline void launch(Stream *stream, Dim3 grid, Dim3 block, size_t shared,
+                   std::function<void()> kernel) {
+  enqueue(stream, [=] { runNow(grid, block, shared, kernel); });
+}
+
+/// For tests calling a kernel directly: `threads` threads per block.
+inline void launch(Dim3 grid, int threads, size_t shared,
+                   const std::function<void()> &kernel) {
+  runNow(grid, Dim3{unsigned(threads), 1, 1}, shared, kernel);
 }
 
 inline void syncthreads() { barrier(0); }

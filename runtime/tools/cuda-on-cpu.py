@@ -1,69 +1,144 @@
 #!/usr/bin/env python3
 """cuda-on-cpu.py IN.cu OUT.cpp
+cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] PROGRAM.cu EXECUTABLE
 
-Turns a program that `loomc --target=cuda --emit=cuda` generated into host
-C++ over unittests/CudaOnCpu.h, so that its kernels run on a machine
-without a GPU: each `kernel<<<blocks, threads, shared, stream>>>(args);`
-becomes a cuda_on_cpu::launch of the same kernel (as fibers when the kernel
-has barriers), and the CUDA runtime header becomes the emulation's. Linked
-with the CPU build of libloomrt, which implements the same ABI on host
-memory, the program computes what the CUDA build computes with the CPU
-runtime's library calls (GEMMs, norms, attention, collectives) and the
-generated kernels' own code. test/Integration/cuda-on-cpu.test compares it
-with the CPU build of the same model.
+Turns CUDA source of this project (a program that `loomc --target=cuda
+--emit=cuda` generated, or libloomrt's runtime/cuda/Kernels.cu) into host
+C++ over unittests/CudaRuntimeOnCpu.h, so that it runs on a machine without
+a GPU: each `kernel<<<grid, block, shared, stream>>>(args);` becomes a
+cuda_on_cpu::launch of the same kernel with its arguments held by value
+(recorded while its stream is captured into a CUDA graph), and the CUDA
+headers become the emulation's.
+
+A generated program linked with the CPU build of libloomrt (the same ABI on
+host memory) computes what its CUDA build computes with the CPU runtime's
+library calls; linked with Kernels.cu turned into host C++ (the
+loomrt_cuda_on_cpu library), it runs the CUDA backend's own code.
+test/Integration/cuda-on-cpu.test compares both with the CPU builds.
+
+With --build, PROGRAM.cu (from loomc --target=cuda --emit=cuda) is turned
+into EXECUTABLE.cpp and built into EXECUTABLE with that library from the
+build directory OBJ_DIR.
 """
+import os
+import subprocess
 import re
 import sys
 
-LAUNCH = re.compile(
-    r"^(?P<indent>\s*)(?P<kernel>\w+)<<<(?P<blocks>[^,]+), (?P<threads>[^,]+), "
-    r"(?P<shared>[^,]+), \(cudaStream_t\)loomrt_stream\(rt\)>>>\((?P<args>.*)\);"
-    r"(?P<rest>.*)$")
-KERNEL = re.compile(r"^__global__ void (\w+)\(")
+CUDA_HEADERS = re.compile(r"^#include <(cuda_runtime|cublasLt|cublas_v2|cuda_bf16|cuda_fp16|mma)\.h>$")
+
+
+def split_top(text, separator=","):
+    """Splits at separators outside parentheses, brackets and braces."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == separator and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def matching(source, i, opening, closing, step):
+    """The index of the bracket that closes the one at i, walking by step."""
+    depth = 0
+    while True:
+        if source[i] == opening:
+            depth += 1
+        elif source[i] == closing:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += step
+
+
+def kernel_start(source, end):
+    """Where the kernel expression before `<<<` at `end` starts: a name,
+    possibly qualified, possibly with template arguments."""
+    i = end
+    while i > 0 and source[i - 1].isspace():
+        i -= 1
+    if source[i - 1] == ">":  # template arguments
+        i = matching(source, i - 1, ">", "<", -1)
+    while i > 0 and (source[i - 1].isalnum() or source[i - 1] in "_:"):
+        i -= 1
+    return i
+
+
+def transform(source, path):
+    out, pos, launches = [], 0, 0
+    while True:
+        open_at = source.find("<<<", pos)
+        if open_at < 0:
+            break
+        start = kernel_start(source, open_at)
+        kernel = " ".join(source[start:open_at].split())
+        close_at = source.find(">>>", open_at)
+        config = split_top(source[open_at + 3:close_at])
+        i = close_at + 3
+        while source[i].isspace():
+            i += 1
+        if source[i] != "(" or len(config) < 2:
+            raise SystemExit(f"{path}: a launch this tool does not know near: "
+                             f"{source[start:close_at + 3]}")
+        j = matching(source, i, "(", ")", 1)
+        args = " ".join(source[i + 1:j].split())
+        grid, block = config[0], config[1]
+        shared = config[2] if len(config) > 2 else "0"
+        stream = config[3] if len(config) > 3 else "nullptr"
+        out.append(source[pos:start])
+        out.append(f"cuda_on_cpu::launch((cuda_on_cpu::Stream *)({stream}), cuda_on_cpu::Dim3({grid}), "
+                   f"cuda_on_cpu::Dim3({block}), size_t({shared}), [=] {{ {kernel}({args}); }})")
+        pos = j + 1
+        launches += 1
+    out.append(source[pos:])
+    # The emulation first, before the project's headers that use CUDA.
+    lines, included = ['#include "CudaRuntimeOnCpu.h"'], False
+    for line in "".join(out).splitlines():
+        if CUDA_HEADERS.match(line):
+            included = True
+            continue
+        lines.append(line)
+    if not included:
+        raise SystemExit(f"{path}: includes no CUDA header; not CUDA source of this project")
+    text = "\n".join(lines) + "\n"
+    if "return loomrt_main(" in text:
+        # A generated program may link the CPU libloomrt, which has no
+        # streams; the CUDA backend's definition wins where it is linked.
+        text += ('extern "C" __attribute__((weak)) void *loomrt_stream(loomrt_ctx *) '
+                 '{ return nullptr; }\n')
+    return text, launches
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    obj, cxx = None, os.environ.get("CXX", "clang++")
+    while args and args[0] in ("--build", "--cxx") and len(args) > 1:
+        if args[0] == "--build":
+            obj = args[1]
+        else:
+            cxx = args[1]
+        args = args[2:]
+    if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    source = open(sys.argv[1]).read()
-    if "#include <cuda_runtime.h>" not in source:
-        print(f"{sys.argv[1]}: not a program of loomc --emit=cuda", file=sys.stderr)
-        return 1
-    # Which kernels synchronise their threads (those run as fibers).
-    barriers, current = {}, None
-    for line in source.splitlines():
-        match = KERNEL.match(line)
-        if match:
-            current = match.group(1)
-            barriers[current] = False
-        elif current and ("__syncthreads" in line or "__shfl" in line):
-            barriers[current] = True
-    out, launches = [], 0
-    for line in source.splitlines():
-        if line == "#include <cuda_runtime.h>":
-            out.append('#include "CudaOnCpu.h"')
-            continue
-        match = LAUNCH.match(line)
-        if match:
-            kernel = match.group("kernel")
-            if kernel not in barriers:
-                print(f"{sys.argv[1]}: launch of an unknown kernel {kernel}", file=sys.stderr)
-                return 1
-            out.append(
-                f"{match.group('indent')}cuda_on_cpu::launch({{unsigned({match.group('blocks')}), 1, 1}}, "
-                f"{match.group('threads')}, {match.group('shared')}, [&] {{ {kernel}({match.group('args')}); }}, "
-                f"{'true' if barriers[kernel] else 'false'});{match.group('rest')}")
-            launches += 1
-            continue
-        if "<<<" in line:
-            print(f"{sys.argv[1]}: a launch this tool does not know: {line.strip()}", file=sys.stderr)
-            return 1
-        out.append(line)
-    open(sys.argv[2], "w").write("\n".join(out) + "\n")
-    print(f"cuda-on-cpu: {len(barriers)} kernels, {launches} launches "
-          f"({sum(barriers.values())} kernels with barriers)")
-    return 0
+    source, target = args
+    host = target + ".cpp" if obj else target
+    text, launches = transform(open(source).read(), source)
+    open(host, "w").write(text)
+    if not obj:
+        print(f"cuda-on-cpu: {source}: {launches} launches")
+        return 0
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w",
+               "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "unittests"),
+               "-I", root, host, os.path.join(obj, "lib", "libloomrt_cuda_on_cpu.a"),
+               os.path.join(obj, "lib", "libloomrt_core.a"), "-lm", "-lpthread", "-o", target]
+    return subprocess.run(command).returncode
 
 
 if __name__ == "__main__":

@@ -17,13 +17,14 @@ ranks; with --long or LOOM_LONG=1 also 8 ranks), and for both examples:
 The examples are also built without --dtype (bf16) and compared the same
 way, norm-wise: ||a - b|| / ||b|| <= 2e-2.
 
-With --cuda-on-cpu OBJ_DIR, each model runs once, on the mesh of its
-rendering with the most axes (the examples on [dp: 2, tp: 2]), as its CUDA
-program: loomc --target=cuda --emit=cuda, turned into host C++ over
-unittests/CudaOnCpu.h by runtime/tools/cuda-on-cpu.py and linked with the
-CPU libloomrt (OBJ_DIR/lib), run in loopback mode and compared with the
-1-rank CPU build as above. The generated kernels run as written for the
-GPU; the library calls are the CPU runtime's.
+With --cuda-on-cpu OBJ_DIR, each model runs on the mesh of its rendering
+with the most axes (the examples on [dp: 2, tp: 2]) as its CUDA program:
+loomc --target=cuda --emit=cuda, turned into host C++ by
+runtime/tools/cuda-on-cpu.py and linked with libloomrt's CUDA backend
+compiled the same way (OBJ_DIR/lib/libloomrt_cuda_on_cpu.a, over
+unittests/CudaRuntimeOnCpu.h), run in loopback mode with the default
+kernels and with LOOMRT_FAST_KERNELS=1, each compared with the 1-rank CPU
+build as above.
 
 A model's renderings for different meshes differ only in their
 annotations, not in what they compute, so one 1-rank build and one
@@ -64,11 +65,11 @@ class Failure(Exception):
     pass
 
 
-def run_command(argv, timeout, cwd):
+def run_command(argv, timeout, cwd, extra_env=None):
     """Runs argv in its own process group, with one BLAS thread (as
     mpirun-local gives each rank); returns its output; raises Failure with
     the command's output on a non-zero exit or a timeout."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", **(extra_env or {}))
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, text=True, errors="replace", env=env)
     try:
@@ -272,22 +273,22 @@ class Runner:
         return load(os.path.join(directory, out))
 
     def cuda_on_cpu(self, case, src, directory):
-        """The model's CUDA program built for the host and run in loopback
-        mode; its outputs."""
+        """The model's CUDA program and libloomrt's CUDA backend built for the
+        host, run in loopback mode with the default kernels and with
+        LOOMRT_FAST_KERNELS=1; the outputs of each."""
         obj = self.args.cuda_on_cpu
         run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "--target=cuda",
                      "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
         run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
-                     "model.cu", "model.cpp"], COMPILE_TIMEOUT, directory)
-        run_command([self.args.cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w",
-                     "-I", os.path.join(self.src_root, "runtime", "include"),
-                     "-I", os.path.join(self.src_root, "unittests"), "-I", self.src_root,
-                     "model.cpp", os.path.join(obj, "lib", "libloomrt_nompi.a"),
-                     os.path.join(obj, "lib", "libloomrt_core.a"), "-lopenblas", "-lm", "-lpthread",
-                     "-o", "model"], COMPILE_TIMEOUT, directory)
-        run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", "out.safetensors",
-                     "--collective-timeout", "60"], RUN_TIMEOUT, directory)
-        return load(os.path.join(directory, "out.safetensors"))
+                     "--build", obj, "--cxx", self.args.cxx, "model.cu", "model"],
+                    COMPILE_TIMEOUT, directory)
+        outputs = {}
+        for kernels, env in (("default", {}), ("fast", {"LOOMRT_FAST_KERNELS": "1"})):
+            out = f"out-{kernels}.safetensors"
+            run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", out,
+                         "--collective-timeout", "60"], RUN_TIMEOUT, directory, env)
+            outputs[kernels] = load(os.path.join(directory, out))
+        return outputs
 
     def reference(self, case):
         """The 1-rank outputs, the interpreter's, and their comparison."""
@@ -313,12 +314,16 @@ class Runner:
             os.makedirs(directory, exist_ok=True)
             src = self.source_path(case.source, directory)
             if self.args.cuda_on_cpu:
-                got = self.cuda_on_cpu(case, src, directory)
+                problems, worst = [], 0.0
+                for kernels, got in self.cuda_on_cpu(case, src, directory).items():
+                    found, ratio = compare(got, one, case.bf16)
+                    problems += [f"{kernels} kernels: {p}" for p in found]
+                    worst = max(worst, ratio)
             else:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
                             COMPILE_TIMEOUT, directory)
                 got = self.execute("./model", case.ranks, "out.safetensors", directory)
-            problems, worst = compare(got, one, case.bf16)
+                problems, worst = compare(got, one, case.bf16)
             if case.ranks > 1 and not self.args.cuda_on_cpu:
                 # The loopback mode (every rank a thread of one process)
                 # must give the MPI run's outputs exactly.
@@ -362,7 +367,7 @@ def main():
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
-                             "OBJ_DIR is the build directory with lib/libloomrt_nompi.a")
+                             "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
     parser.add_argument("--cxx", default="clang++", help="the C++ compiler of --cuda-on-cpu")
     args = parser.parse_args()
     long = args.long or os.environ.get("LOOM_LONG") == "1"

@@ -1,0 +1,484 @@
+//===- CudaRuntimeOnCpu.h - CUDA's runtime and cuBLAS(Lt) on the host -*- C++
+//-*-===//
+//
+// Part of the Loom project.
+//
+// The part of the CUDA runtime, cuBLAS and cuBLASLt that libloomrt's CUDA
+// backend (runtime/cuda/Kernels.cu) and generated programs call, on host
+// memory, so that runtime/tools/cuda-on-cpu.py's host translation of them
+// runs without a GPU (kernels: CudaOnCpu.h). Device memory is host memory;
+// streams run their work at once, except while captured, when they record
+// it for the graph to run at each launch; events hold a time. GEMMs follow
+// cuBLAS's column-major definition (operands widened exactly to f32, f32
+// accumulation, the result rounded once), including cuBLASLt's matrix
+// layouts with batch counts and strides. What has no effect here
+// (alignment preferences, workspaces, math modes, device attributes) is
+// accepted and ignored.
+//
+// This checks the backend's own logic: which kernels and GEMMs it runs on
+// which pointers, shapes and strides, and in what order. It cannot check
+// that the real libraries read the descriptors as this emulation does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_UNITTESTS_CUDARUNTIMEONCPU_H
+#define LOOM_UNITTESTS_CUDARUNTIMEONCPU_H
+
+#include "CudaOnCpu.h"
+#include "runtime/Elements.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+//--- Errors -----------------------------------------------------------------
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorNoDevice = 100,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNotReady = 600,
+};
+inline const char *cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error" : "emulated CUDA error";
+}
+inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+
+//--- Devices ----------------------------------------------------------------
+
+enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+inline cudaError_t cudaGetDeviceCount(int *count) {
+  *count = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+inline cudaError_t cudaGetDevice(int *device) {
+  *device = 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int) {
+  *value = 227 * 1024; // an H100's or H200's opt-in shared memory
+  return cudaSuccess;
+}
+template <typename Kernel>
+cudaError_t cudaFuncSetAttribute(Kernel, cudaFuncAttribute, int) {
+  return cudaSuccess;
+}
+
+//--- Memory -----------------------------------------------------------------
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost,
+  cudaMemcpyHostToDevice,
+  cudaMemcpyDeviceToHost,
+  cudaMemcpyDeviceToDevice,
+  cudaMemcpyDefault
+};
+inline cudaError_t cudaMalloc(void **p, size_t bytes) {
+  // Poisoned, as device memory is not cleared.
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (*p)
+    std::memset(*p, 0xa5, bytes);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+template <typename T> cudaError_t cudaMalloc(T **p, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void **>(p), bytes);
+}
+inline cudaError_t cudaFree(void *p) {
+  std::free(p);
+  return cudaSuccess;
+}
+
+using cudaStream_t = cuda_on_cpu::Stream *;
+using dim3 = cuda_on_cpu::Dim3;
+enum { cudaStreamNonBlocking = 1 };
+
+inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind) {
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                                   cudaMemcpyKind, cudaStream_t stream = {}) {
+  cuda_on_cpu::enqueue(stream, [=] { std::memmove(dst, src, bytes); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
+                                   cudaStream_t stream = {}) {
+  cuda_on_cpu::enqueue(stream, [=] { std::memset(p, value, bytes); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                                     size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind, cudaStream_t stream = {}) {
+  if (width > dpitch || width > spitch)
+    return cudaErrorInvalidValue;
+  cuda_on_cpu::enqueue(stream, [=] {
+    for (size_t row = 0; row < height; ++row)
+      std::memmove(static_cast<char *>(dst) + row * dpitch,
+                   static_cast<const char *>(src) + row * spitch, width);
+  });
+  return cudaSuccess;
+}
+
+//--- Streams, events, graphs ------------------------------------------------
+
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
+  *stream = new cuda_on_cpu::Stream;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+
+struct EmulatedEvent {
+  std::chrono::steady_clock::time_point when;
+};
+using cudaEvent_t = EmulatedEvent *;
+enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
+inline cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  *event = new EmulatedEvent;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
+  return cudaEventCreate(event);
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t event,
+                                   cudaStream_t stream = {}) {
+  cuda_on_cpu::enqueue(stream,
+                       [=] { event->when = std::chrono::steady_clock::now(); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                        cudaEvent_t stop) {
+  *ms = std::chrono::duration<float, std::milli>(stop->when - start->when)
+            .count();
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t,
+                                       unsigned = 0) {
+  return cudaSuccess;
+}
+
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone,
+  cudaStreamCaptureStatusActive
+};
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal,
+  cudaStreamCaptureModeThreadLocal,
+  cudaStreamCaptureModeRelaxed
+};
+struct EmulatedGraph {
+  std::vector<std::function<void()>> work;
+};
+using cudaGraph_t = EmulatedGraph *;
+using cudaGraphExec_t = EmulatedGraph *;
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                          cudaStreamCaptureMode) {
+  if (!stream || stream->capturing)
+    return cudaErrorInvalidValue;
+  stream->capturing = true;
+  stream->recorded.clear();
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t stream,
+                                        cudaGraph_t *graph) {
+  if (!stream || !stream->capturing)
+    return cudaErrorInvalidValue;
+  stream->capturing = false;
+  *graph = new EmulatedGraph{std::move(stream->recorded)};
+  stream->recorded.clear();
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                         cudaStreamCaptureStatus *status) {
+  *status = stream && stream->capturing ? cudaStreamCaptureStatusActive
+                                        : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
+                                        cudaGraph_t graph,
+                                        unsigned long long = 0) {
+  *exec = new EmulatedGraph(*graph);
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  for (const std::function<void()> &work : exec->work)
+    cuda_on_cpu::enqueue(stream, work);
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+//--- Device atomics used by the kernels -------------------------------------
+
+inline unsigned long long atomicMin(unsigned long long *address,
+                                    unsigned long long value) {
+  unsigned long long old = *address; // fibers of one thread: no race
+  if (value < old)
+    *address = value;
+  return old;
+}
+
+//--- cuBLAS and cuBLASLt ------------------------------------------------------
+
+enum cudaDataType { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+using cudaDataType_t = cudaDataType;
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0 };
+
+namespace cuda_on_cpu {
+
+inline int loomDtype(cudaDataType type) {
+  return type == CUDA_R_32F    ? LOOMRT_F32
+         : type == CUDA_R_16BF ? LOOMRT_BF16
+                               : LOOMRT_F16;
+}
+inline float loadElement(cudaDataType type, const void *base, int64_t i) {
+  return loomrt::load(loomDtype(type), base, i);
+}
+inline void storeElement(cudaDataType type, void *base, int64_t i,
+                         float value) {
+  loomrt::store(loomDtype(type), base, i, value);
+}
+
+/// D = alpha op(A) op(B) + beta C, column-major, `batch` times at the given
+/// element strides; A is stored `aRows` x `aCols` with leading dimension
+/// lda, and so on. op(A) is m x k, op(B) k x n.
+inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 float alpha, cudaDataType aType, const void *a, int64_t lda,
+                 int64_t strideA, cudaDataType bType, const void *b,
+                 int64_t ldb, int64_t strideB, float beta, cudaDataType cType,
+                 const void *c, int64_t ldc, int64_t strideC,
+                 cudaDataType dType, void *d, int64_t ldd, int64_t strideD,
+                 int64_t batch) {
+  for (int64_t e = 0; e < batch; ++e)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float acc = 0.0f;
+        for (int64_t l = 0; l < k; ++l) {
+          float x = loadElement(
+              aType, a, e * strideA + (transA ? i * lda + l : l * lda + i));
+          float y = loadElement(
+              bType, b, e * strideB + (transB ? l * ldb + j : j * ldb + l));
+          acc += x * y;
+        }
+        float result = alpha * acc;
+        if (beta != 0.0f)
+          result += beta * loadElement(cType, c, e * strideC + j * ldc + i);
+        storeElement(dType, d, e * strideD + j * ldd + i, result);
+      }
+}
+
+} // namespace cuda_on_cpu
+
+struct EmulatedBlas {
+  cudaStream_t stream = nullptr;
+};
+using cublasHandle_t = EmulatedBlas *;
+inline cublasStatus_t cublasCreate(cublasHandle_t *handle) {
+  *handle = new EmulatedBlas;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetStream(cublasHandle_t handle,
+                                      cudaStream_t stream) {
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const void *alpha, const void *a, cudaDataType aType,
+    int lda, long long strideA, const void *b, cudaDataType bType, int ldb,
+    long long strideB, const void *beta, void *c, cudaDataType cType, int ldc,
+    long long strideC, int batch, cublasComputeType_t, cublasGemmAlgo_t) {
+  float alphaValue = *static_cast<const float *>(alpha),
+        betaValue = *static_cast<const float *>(beta);
+  cuda_on_cpu::enqueue(handle->stream, [=] {
+    cuda_on_cpu::gemm(transa == CUBLAS_OP_T, transb == CUBLAS_OP_T, m, n, k,
+                      alphaValue, aType, a, lda, strideA, bType, b, ldb,
+                      strideB, betaValue, cType, c, ldc, strideC, cType, c, ldc,
+                      strideC, batch);
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+struct EmulatedLt {};
+using cublasLtHandle_t = EmulatedLt *;
+inline cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  *handle = new EmulatedLt;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+enum cublasLtMatmulDescAttributes_t {
+  CUBLASLT_MATMUL_DESC_TRANSA = 3,
+  CUBLASLT_MATMUL_DESC_TRANSB = 4
+};
+struct EmulatedMatmulDesc {
+  cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+};
+using cublasLtMatmulDesc_t = EmulatedMatmulDesc *;
+inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                               cublasComputeType_t,
+                                               cudaDataType) {
+  *desc = new EmulatedMatmulDesc;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t
+cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                               cublasLtMatmulDescAttributes_t attribute,
+                               const void *value, size_t bytes) {
+  if (bytes != sizeof(cublasOperation_t))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  (attribute == CUBLASLT_MATMUL_DESC_TRANSA ? desc->transA : desc->transB) =
+      *static_cast<const cublasOperation_t *>(value);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+enum cublasLtMatrixLayoutAttribute_t {
+  CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
+  CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6
+};
+struct EmulatedLayout {
+  cudaDataType type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int batch = 1;
+  int64_t batchStride = 0;
+};
+using cublasLtMatrixLayout_t = EmulatedLayout *;
+inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
+                                                 cudaDataType type,
+                                                 uint64_t rows, uint64_t cols,
+                                                 int64_t ld) {
+  // cuBLASLt's rule for column-major layouts.
+  if (ld < int64_t(rows))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *layout = new EmulatedLayout{type, rows, cols, ld};
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t
+cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                 cublasLtMatrixLayoutAttribute_t attribute,
+                                 const void *value, size_t bytes) {
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && bytes == sizeof(int))
+    layout->batch = *static_cast<const int *>(value);
+  else if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET &&
+           bytes == sizeof(int64_t))
+    layout->batchStride = *static_cast<const int64_t *>(value);
+  else
+    return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+enum cublasLtMatmulPreferenceAttributes_t {
+  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8
+};
+struct EmulatedPreference {};
+using cublasLtMatmulPreference_t = EmulatedPreference *;
+inline cublasStatus_t
+cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
+  *preference = new EmulatedPreference;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t
+cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
+                                     cublasLtMatmulPreferenceAttributes_t,
+                                     const void *, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t
+cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+  delete preference;
+  return CUBLAS_STATUS_SUCCESS;
+}
+struct cublasLtMatmulAlgo_t {
+  uint64_t data[8];
+};
+struct cublasLtMatmulHeuristicResult_t {
+  cublasLtMatmulAlgo_t algo;
+};
+
+/// Checks what cuBLASLt requires of a matmul's layouts: op(A) m x k, op(B)
+/// k x n, C and D m x n, all of one batch count.
+inline bool layoutsAgree(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+                         cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                         cublasLtMatrixLayout_t d) {
+  uint64_t m = op->transA == CUBLAS_OP_T ? a->cols : a->rows,
+           k = op->transA == CUBLAS_OP_T ? a->rows : a->cols,
+           kb = op->transB == CUBLAS_OP_T ? b->cols : b->rows,
+           n = op->transB == CUBLAS_OP_T ? b->rows : b->cols;
+  return k == kb && c->rows == m && c->cols == n && d->rows == m &&
+         d->cols == n && a->batch == d->batch && b->batch == d->batch &&
+         c->batch == d->batch;
+}
+
+inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+    cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int,
+    cublasLtMatmulHeuristicResult_t *results, int *count) {
+  *count = layoutsAgree(op, a, b, c, d) ? 1 : 0;
+  if (*count)
+    results[0] = cublasLtMatmulHeuristicResult_t{};
+  return *count ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+inline cublasStatus_t
+cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const void *alpha,
+               const void *a, cublasLtMatrixLayout_t aLayout, const void *b,
+               cublasLtMatrixLayout_t bLayout, const void *beta, const void *c,
+               cublasLtMatrixLayout_t cLayout, void *d,
+               cublasLtMatrixLayout_t dLayout, const cublasLtMatmulAlgo_t *,
+               void *, size_t, cudaStream_t stream) {
+  if (!layoutsAgree(op, aLayout, bLayout, cLayout, dLayout))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  EmulatedMatmulDesc o = *op;
+  EmulatedLayout la = *aLayout, lb = *bLayout, lc = *cLayout, ld = *dLayout;
+  float alphaValue = *static_cast<const float *>(alpha),
+        betaValue = *static_cast<const float *>(beta);
+  cuda_on_cpu::enqueue(stream, [=] {
+    int64_t k = int64_t(o.transA == CUBLAS_OP_T ? la.rows : la.cols);
+    cuda_on_cpu::gemm(
+        o.transA == CUBLAS_OP_T, o.transB == CUBLAS_OP_T, int64_t(ld.rows),
+        int64_t(ld.cols), k, alphaValue, la.type, a, la.ld, la.batchStride,
+        lb.type, b, lb.ld, lb.batchStride, betaValue, lc.type, c, lc.ld,
+        lc.batchStride, ld.type, d, ld.ld, ld.batchStride, ld.batch);
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+#endif // LOOM_UNITTESTS_CUDARUNTIMEONCPU_H
