@@ -59,7 +59,13 @@ struct Dim3 {
 // Per host thread: each is a device of its own (the loopback mode runs a
 // rank per thread).
 inline thread_local Dim3 threadIdx, blockIdx, blockDim, gridDim;
-inline thread_local std::vector<unsigned char> dynamicShared;
+inline thread_local std::vector<unsigned char> dynamicSharedBytes;
+/// The block's dynamic shared memory, 128-byte aligned as the kernels
+/// declare it.
+inline unsigned char *dynamicShared() {
+  uintptr_t base = reinterpret_cast<uintptr_t>(dynamicSharedBytes.data());
+  return dynamicSharedBytes.data() + (128 - base % 128) % 128;
+}
 
 inline void fiberEntry();
 
@@ -211,7 +217,8 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
   int threads = int(block.x * block.y * block.z);
   gridDim = grid;
   blockDim = block;
-  dynamicShared.assign(shared, 0xcd); // not zero: the kernel must write first
+  // Not zero: the kernel must write before it reads.
+  dynamicSharedBytes.assign(shared + 128, 0xcd);
   static thread_local BlockRun state;
   BlockRun &r = state;
   BlockRun *outer = run;
@@ -319,7 +326,7 @@ using std::min;
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 #define LOOMRT_DYNAMIC_SHARED(name)                                            \
-  unsigned char *name = cuda_on_cpu::dynamicShared.data()
+  unsigned char *name = cuda_on_cpu::dynamicShared()
 
 inline void __syncthreads() { cuda_on_cpu::syncthreads(); }
 inline float __shfl_xor_sync(unsigned, float value, int offset) {
@@ -352,6 +359,23 @@ struct row_major {};
 struct col_major {};
 enum layout_t { mem_row_major, mem_col_major };
 
+/// What the CUDA Programming Guide requires of a WMMA load or store: a
+/// 256-bit aligned pointer and a leading dimension that is a multiple of
+/// 16 bytes. The hardware's result is undefined otherwise; here the test
+/// stops.
+inline void checkContract(const void *p, unsigned ld, size_t elementBytes,
+                          const char *what) {
+  if (reinterpret_cast<uintptr_t>(p) % 32 != 0 ||
+      (ld * elementBytes) % 16 != 0) {
+    fprintf(stderr,
+            "cuda_on_cpu: %s with a pointer %p (must be 32-byte aligned) and "
+            "a leading dimension of %u elements of %zu bytes (must be a "
+            "multiple of 16 bytes)\n",
+            what, p, ld, elementBytes);
+    abort();
+  }
+}
+
 /// Every lane holds the whole tile, row-major, in f32.
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 struct fragment {
@@ -371,6 +395,7 @@ void fill_fragment(fragment<Use, 16, 16, 16, T, Layout> &f, float value) {
 template <typename Use, typename T, typename Layout>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout> &f, const T *p,
                       unsigned ld) {
+  checkContract(p, ld, sizeof(T), "load_matrix_sync");
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j)
       f.tile[i][j] = widen(std::is_same<Layout, col_major>::value
@@ -399,6 +424,7 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 inline void store_matrix_sync(float *p,
                               const fragment<accumulator, 16, 16, 16, float> &f,
                               unsigned ld, layout_t layout) {
+  checkContract(p, ld, sizeof(float), "store_matrix_sync");
   if (threadIdx.x % 32 != 0)
     return;
   for (int i = 0; i < 16; ++i)
