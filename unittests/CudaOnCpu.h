@@ -304,6 +304,16 @@ inline void launch(Dim3 grid, int threads, size_t shared,
   runNow(grid, Dim3{unsigned(threads), 1, 1}, shared, kernel);
 }
 
+inline void checkAligned16(const void *p) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+    fprintf(stderr,
+            "cuda_on_cpu: thread %u of block (%u, %u): a 16-byte access at "
+            "%p, which is not 16-byte aligned\n",
+            threadIdx.x, blockIdx.x, blockIdx.y, p);
+    abort();
+  }
+}
+
 inline void syncthreads() { barrier(0); }
 
 inline float shflXor(float value, int offset) {
@@ -324,6 +334,9 @@ using cuda_on_cpu::threadIdx;
 using std::isnan;
 using std::min;
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+// runtime/cuda/Packs.cuh's 16-byte accesses must be aligned, as on a GPU.
+#define LOOMRT_CHECK_ALIGNED16(pointer) cuda_on_cpu::checkAligned16(pointer)
 
 #define LOOMRT_DYNAMIC_SHARED(name)                                            \
   unsigned char *name = cuda_on_cpu::dynamicShared()

@@ -186,4 +186,19 @@ TEST(RowKernelsTest, RowSumsMeansAndMaxima) {
   }
 }
 
+TEST(RowKernelsTest, MisalignedPacksStopTheEmulation) {
+  // A GPU ends a kernel whose 16-byte access is misaligned; the emulation
+  // stops too, so a run that passes here made only aligned accesses.
+  Buffer in(LOOMRT_F32, std::vector<float>(64, 1.0f));
+  std::vector<float> out(8, 0.0f);
+  EXPECT_DEATH(cuda_on_cpu::launch({1, 1, 1}, 256, 0,
+                                   [&] {
+                                     rowReduceVecKernel<LOOMRT_F32>(
+                                         LOOMRT_SUM,
+                                         static_cast<float *>(in.data()) + 1,
+                                         out.data(), 2, 8, 1.0f);
+                                   }),
+               "not 16-byte aligned");
+}
+
 } // namespace

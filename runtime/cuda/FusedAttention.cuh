@@ -14,6 +14,7 @@
 
 #include "loomrt.h"
 #include "runtime/SplitBf16.h"
+#include "runtime/cuda/Packs.cuh"
 
 #include <cstdint>
 
@@ -74,9 +75,8 @@ __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
       int64_t row = first + i / kPacks;
       uint4 pack = make_uint4(0, 0, 0, 0);
       if (row < rows)
-        pack = reinterpret_cast<const uint4 *>(matrix +
-                                               row * rowStride)[i % kPacks];
-      reinterpret_cast<uint4 *>(tile)[i] = pack;
+        pack = load16(matrix + row * rowStride + (i % kPacks) * 8);
+      store16(tile + i * 8, pack);
     }
     return;
   }

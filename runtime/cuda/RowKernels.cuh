@@ -20,6 +20,7 @@
 
 #include "loomrt.h"
 #include "runtime/Elements.h"
+#include "runtime/cuda/Packs.cuh"
 
 #include <cstdint>
 
@@ -57,9 +58,8 @@ template <int Dtype>
 __device__ __forceinline__ void loadPack(const void *base, int64_t element,
                                          float *out) {
   constexpr int N = Pack<Dtype>::N;
-  const uint4 raw =
-      *reinterpret_cast<const uint4 *>(static_cast<const char *>(base) +
-                                       element * (Dtype == LOOMRT_F32 ? 4 : 2));
+  const uint4 raw = load16(static_cast<const char *>(base) +
+                           element * (Dtype == LOOMRT_F32 ? 4 : 2));
   if constexpr (Dtype == LOOMRT_F32) {
     const float *f = reinterpret_cast<const float *>(&raw);
     for (int i = 0; i < N; ++i)
@@ -88,8 +88,8 @@ __device__ __forceinline__ void storePack(void *base, int64_t element,
       h[i] = Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(in[i])
                                   : loomrt_f32_to_f16(in[i]);
   }
-  *reinterpret_cast<uint4 *>(static_cast<char *>(base) +
-                             element * (Dtype == LOOMRT_F32 ? 4 : 2)) = raw;
+  store16(static_cast<char *>(base) + element * (Dtype == LOOMRT_F32 ? 4 : 2),
+          raw);
 }
 
 /// Packs per thread that a register-resident row may need (rows up to

@@ -1,0 +1,33 @@
+//===- Packs.cuh - The kernels' 16-byte loads and stores ------*- CUDA -*-===//
+//
+// Part of the Loom project.
+//
+// In one place so that the host emulation (unittests/CudaOnCpu.h) can check
+// that each 16-byte access is aligned, as the GPU requires: a misaligned
+// one ends the kernel with an error there, and would pass unnoticed on the
+// host.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_CUDA_PACKS_CUH
+#define LOOM_RUNTIME_CUDA_PACKS_CUH
+
+#ifndef LOOMRT_CHECK_ALIGNED16
+#define LOOMRT_CHECK_ALIGNED16(pointer)
+#endif
+
+namespace loomrt {
+
+__device__ __forceinline__ uint4 load16(const void *p) {
+  LOOMRT_CHECK_ALIGNED16(p);
+  return *static_cast<const uint4 *>(p);
+}
+
+__device__ __forceinline__ void store16(void *p, uint4 value) {
+  LOOMRT_CHECK_ALIGNED16(p);
+  *static_cast<uint4 *>(p) = value;
+}
+
+} // namespace loomrt
+
+#endif // LOOM_RUNTIME_CUDA_PACKS_CUH
