@@ -1146,6 +1146,11 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     bool wantNccl = processes > 1 || (wanted && !strcmp(wanted, "nccl"));
     transport = wantNccl ? ncclTransport()
                          : loopbackTransport(*model, *device.loopback);
+    if (!transport && processes == 1)
+      return refuse(format("LOOMRT_TRANSPORT=nccl asks for NCCL, but this %s "
+                           "build of libloomrt has none; unset it to run "
+                           "without NCCL",
+                           device.name));
     if (!transport)
       return refuse(format(
           "this %s build of libloomrt has no NCCL, so its ranks cannot run as "
