@@ -16,8 +16,12 @@
 // one buffer is the dynamic shared memory of every block, and a kernel's
 // static __shared__ arrays are static variables.
 //
-// Only what FusedAttention.cuh and RowKernels.cuh use is emulated. Include
-// this header before the kernels'.
+// Only what the project's kernels use is emulated (FusedAttention.cuh,
+// RowKernels.cuh, Kernels.cu and the kernels loomc generates); the CUDA
+// runtime and the GEMM libraries are CudaRuntimeOnCpu.h's. Include this
+// header before the kernels'. Each host thread is a device of its own, as
+// the loopback mode runs a rank per thread; the floating-point environment
+// is the host thread's.
 //
 //===----------------------------------------------------------------------===//
 
