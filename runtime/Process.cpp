@@ -499,6 +499,8 @@ struct Options {
   bool bench = false, help = false, stepsGiven = false, loopback = false,
        graph = true, profile = false;
   double timeout = 300.0;
+  /// --profile's peaks from LOOMRT_PEAKS (bytes/s, FLOP/s), or 0: measured.
+  double peakBytes = 0, peakFlops = 0;
 };
 
 const char *kUsage =
@@ -556,7 +558,10 @@ const char *kUsage =
     "32-bit\n"
     "                           operand gathers)\n"
     "  LOOMRT_PACK_GEMMS=1      CPU: pack every GEMM operand instead of "
-    "strided plans\n";
+    "strided plans\n"
+    "  LOOMRT_PEAKS=GBPS,TFLOPS --profile's peaks, e.g. a datasheet's "
+    "(4800,989), instead\n"
+    "                           of measuring them\n";
 
 bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   for (int i = 1; i < argc; ++i) {
@@ -645,6 +650,24 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   if ((options.bench || options.profile) && !options.stepsGiven)
     options.steps = 10;
+  if (const char *peaks = getenv("LOOMRT_PEAKS")) {
+    char *end = nullptr;
+    double bandwidth = strtod(peaks, &end), throughput = 0;
+    if (end != peaks && *end == ',') {
+      const char *second = end + 1;
+      throughput = strtod(second, &end);
+      if (end == second || *end)
+        throughput = 0;
+    }
+    if (!(bandwidth > 0) || !(throughput > 0)) {
+      error = std::string("LOOMRT_PEAKS must be GB/s,TFLOP/s (two positive "
+                          "numbers, as 4800,989), not '") +
+              peaks + "'";
+      return false;
+    }
+    options.peakBytes = bandwidth * 1e9;
+    options.peakFlops = throughput * 1e12;
+  }
   return true;
 }
 
@@ -834,23 +857,28 @@ namespace {
 /// per run, its share of the step, and what it achieves against the
 /// device's measured peaks (the bound being memory when its FLOPs per byte
 /// are below the peaks' ratio, compute otherwise).
-void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds) {
+void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
+                  const Options &options) {
   if (rt->worldRank != 0)
     return;
   const DeviceOps &device = deviceOps();
-  double peakBytes = 0, peakFlops = 0;
-  std::string how;
-  device.measurePeaks(&peakBytes, &peakFlops, &how);
+  double peakBytes = options.peakBytes, peakFlops = options.peakFlops;
+  std::string source = "given by LOOMRT_PEAKS";
+  if (!(peakBytes > 0)) {
+    std::string how;
+    device.measurePeaks(&peakBytes, &peakFlops, &how);
+    source = "measured now (" + how + ")";
+  }
   std::vector<double> sorted = stepSeconds;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2], stepsTotal = 0, kernelTotal = 0;
   for (double s : stepSeconds)
     stepsTotal += s;
   const loomrt_model *m = rt->model;
-  printf("profile: %zu steps on %s; %s peaks, measured now (%s): memory "
+  printf("profile: %zu steps on %s; %s peaks, %s: memory "
          "%.1f GB/s, matrix %.2f TFLOP/s\n",
-         stepSeconds.size(), meshPosition(rt).c_str(), device.name, how.c_str(),
-         peakBytes * 1e-9, peakFlops * 1e-12);
+         stepSeconds.size(), meshPosition(rt).c_str(), device.name,
+         source.c_str(), peakBytes * 1e-9, peakFlops * 1e-12);
   printf("%4s  %-32s %-22s %5s %10s %6s %9s %9s %-7s %7s\n", "#", "op", "at",
          "runs", "us/run", "share", "GB/s", "TFLOP/s", "bound", "of peak");
   double ridge = peakBytes > 0 ? peakFlops / peakBytes : 0;
@@ -1007,7 +1035,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     // The peaks are measured while the other ranks wait (in loopback mode
     // they share the device).
     transport->barrier(rt, "the barrier before measuring the peaks");
-    printProfile(rt, stepSeconds);
+    printProfile(rt, stepSeconds, options);
     transport->barrier(rt, "the barrier after measuring the peaks");
   }
   if (options.bench) {
