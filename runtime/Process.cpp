@@ -195,6 +195,12 @@ int64_t loomrt::groupSize(const loomrt_ctx *rt, const int *axes, int numAxes) {
   return n;
 }
 
+bool loomrt::sumsInF32(const loomrt_ctx *rt, const int *axes, int numAxes,
+                       int dtype, int reduction) {
+  return (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) &&
+         reduction == LOOMRT_SUM && groupSize(rt, axes, numAxes) > 2;
+}
+
 std::vector<float> &loomrt::scratch(loomrt_ctx *rt, int slot) {
   return rt->scratch[slot];
 }

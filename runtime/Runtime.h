@@ -172,6 +172,12 @@ inline int mirrorSend(const std::vector<std::pair<int, int64_t>> &sends,
 }
 /// The number of ranks in a group over `axes`.
 int64_t groupSize(const loomrt_ctx *rt, const int *axes, int numAxes);
+/// Whether a transport must sum in f32 and round once itself: MPI's and
+/// NCCL's reductions round each partial bf16 or f16 sum to the element
+/// type, and docs/language.md (11.2) rounds a reduction once (two ranks'
+/// sum is rounded once either way; a maximum never rounds).
+bool sumsInF32(const loomrt_ctx *rt, const int *axes, int numAxes, int dtype,
+               int reduction);
 
 /// all_to_all's pieces: the local [shape] is cut into n pieces along
 /// splitDim; piece p goes to group rank p, and the piece from group rank p

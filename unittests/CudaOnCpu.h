@@ -282,15 +282,45 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
 }
 
 /// A stream: its work runs at once, or is recorded while the stream is
-/// captured (CudaRuntimeOnCpu.h), to run when the graph is launched.
+/// captured (CudaRuntimeOnCpu.h), to run when the graph is launched. Work
+/// that waits for other processes (NCCL's, NcclOnCpu.h) is deferred
+/// instead: it runs when the stream's next work is enqueued or the stream
+/// is synchronised, so that the host goes on as it would with a GPU (and a
+/// watchdog can see the work unfinished), while the stream's order holds.
 struct Stream {
   bool capturing = false;
   std::vector<std::function<void()>> recorded;
+  std::vector<std::function<void()>> deferred;
 };
 
+/// Runs the stream's deferred work, in order (on the thread that owns it).
+inline void settle(Stream *stream) {
+  if (!stream)
+    return;
+  while (!stream->deferred.empty()) {
+    std::vector<std::function<void()>> work;
+    work.swap(stream->deferred);
+    for (std::function<void()> &item : work)
+      item();
+  }
+}
+
 inline void enqueue(Stream *stream, std::function<void()> work) {
+  if (stream && stream->capturing) {
+    stream->recorded.push_back(std::move(work));
+    return;
+  }
+  settle(stream);
+  work();
+}
+
+/// Work that may wait for other processes: after the stream's earlier work
+/// and before its later work, but not necessarily before this returns.
+inline void enqueueDeferred(Stream *stream, std::function<void()> work) {
   if (stream && stream->capturing)
     stream->recorded.push_back(std::move(work));
+  else if (stream)
+    stream->deferred.push_back(std::move(work));
   else
     work();
 }

@@ -27,6 +27,7 @@
 #include "CudaOnCpu.h"
 #include "runtime/Elements.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -40,6 +41,7 @@ enum cudaError_t {
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
   cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
   cudaErrorInsufficientDriver = 35,
   cudaErrorNotReady = 600,
 };
@@ -52,13 +54,27 @@ inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 
 enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+/// One GPU, as the machines that lend one have, or
+/// LOOM_CUDA_ON_CPU_GPUS=N (a rank per process needs a GPU each).
 inline cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 1;
+  const char *gpus = std::getenv("LOOM_CUDA_ON_CPU_GPUS");
+  *count = gpus ? std::atoi(gpus) : 1;
+  return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+inline int &currentDevice() {
+  static thread_local int device = 0;
+  return device;
+}
+inline cudaError_t cudaSetDevice(int device) {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  if (device < 0 || device >= count)
+    return cudaErrorInvalidDevice;
+  currentDevice() = device;
   return cudaSuccess;
 }
-inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 inline cudaError_t cudaGetDevice(int *device) {
-  *device = 0;
+  *device = currentDevice();
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int) {
@@ -136,10 +152,18 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  cuda_on_cpu::settle(stream);
+  return cudaSuccess;
+}
 
+/// `done` is set when the work before the event's record has run: at once,
+/// or, behind deferred work, when the stream settles (read by other
+/// threads, such as a watchdog polling cudaEventQuery).
 struct EmulatedEvent {
   std::chrono::steady_clock::time_point when;
+  std::atomic<bool> done{true};
+  cuda_on_cpu::Stream *stream = nullptr;
 };
 using cudaEvent_t = EmulatedEvent *;
 enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
@@ -156,21 +180,38 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t event,
                                    cudaStream_t stream = {}) {
-  cuda_on_cpu::enqueue(stream,
-                       [=] { event->when = std::chrono::steady_clock::now(); });
+  auto record = [=] {
+    event->when = std::chrono::steady_clock::now();
+    event->done = true;
+  };
+  if (stream && !stream->capturing && !stream->deferred.empty()) {
+    event->done = false;
+    event->stream = stream;
+    cuda_on_cpu::enqueueDeferred(stream, record);
+    return cudaSuccess;
+  }
+  cuda_on_cpu::enqueue(stream, record);
   return cudaSuccess;
 }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!event->done)
+    cuda_on_cpu::settle(event->stream);
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventQuery(cudaEvent_t event) {
+  return event->done ? cudaSuccess : cudaErrorNotReady;
+}
 inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
                                         cudaEvent_t stop) {
   *ms = std::chrono::duration<float, std::milli>(stop->when - start->when)
             .count();
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t,
+/// Streams of one process run in order already; a stream of another
+/// thread (the loopback mode's ranks) never defers work.
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
                                        unsigned = 0) {
-  return cudaSuccess;
+  return cudaEventSynchronize(event);
 }
 
 enum cudaStreamCaptureStatus {

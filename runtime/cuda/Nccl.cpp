@@ -73,7 +73,7 @@ public:
                  int numAxes, int dtype, int reduction, const void *in,
                  void *out, int64_t count) override {
     ncclComm_t comm = communicator(rt, axes, numAxes, what);
-    if (widenedSum(rt, axes, numAxes, dtype, reduction)) {
+    if (sumsInF32(rt, axes, numAxes, dtype, reduction)) {
       float *wide =
           static_cast<float *>(staging().staging(0, size_t(count) * 4));
       staging().convert(dtype, in, LOOMRT_F32, wide, count);
@@ -129,7 +129,7 @@ public:
                          size_t(n) * row, row, size_t(outer));
       packed = buffer;
     }
-    if (widenedSum(rt, axes, numAxes, dtype, reduction)) {
+    if (sumsInF32(rt, axes, numAxes, dtype, reduction)) {
       size_t mine = size_t(outer * chunk), total = mine * size_t(n);
       float *wide =
           static_cast<float *>(staging().staging(1, (total + mine) * 4));
@@ -446,16 +446,6 @@ private:
                       ncclGetLastError(entry.second));
     }
     return "";
-  }
-
-  /// bf16 and f16 sums over more than two ranks go through f32: NCCL
-  /// rounds each partial sum to the element type, and docs/language.md
-  /// (11.2) rounds a reduction once (two ranks' sum is rounded once either
-  /// way; a max never rounds).
-  static bool widenedSum(loomrt_ctx *rt, const int *axes, int numAxes,
-                         int dtype, int reduction) {
-    return (dtype == LOOMRT_BF16 || dtype == LOOMRT_F16) &&
-           reduction == LOOMRT_SUM && groupSize(rt, axes, numAxes) > 2;
   }
 
   void abortCommunicators() {

@@ -27,6 +27,8 @@ using namespace loomrt;
 namespace {
 
 //--- bf16/f16 reductions accumulate in f32 (DESIGN.md, Numerics) -----------
+// MPI rounds each partial result to the element type, so sums over more
+// than two ranks go through f32 buffers instead (sumsInF32).
 template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool Max>
 void halfReduce(void *in, void *inout, int *length, MPI_Datatype *) {
   auto *a = static_cast<const uint16_t *>(in);
@@ -91,6 +93,15 @@ public:
                  int numAxes, int dtype, int reduction, const void *in,
                  void *out, int64_t count) override {
     MPI_Comm comm = communicator(rt, axes, numAxes, what);
+    if (sumsInF32(rt, axes, numAxes, dtype, reduction)) {
+      std::vector<float> wide = widened(dtype, in, count);
+      watched(rt, what, [&](MPI_Request *r) {
+        return MPI_Iallreduce(MPI_IN_PLACE, wide.data(), int(count), MPI_FLOAT,
+                              MPI_SUM, comm, r);
+      });
+      narrow(wide, dtype, out);
+      return;
+    }
     watched(rt, what, [&](MPI_Request *r) {
       return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
                             mpiType(dtype), op(dtype, reduction), comm, r);
@@ -128,6 +139,18 @@ public:
       for (int64_t p = 0; p < n; ++p)
         memcpy(packed.data() + (p * outer + o) * row,
                static_cast<const char *>(in) + (o * n + p) * row, row);
+    if (sumsInF32(rt, axes, numAxes, dtype, reduction)) {
+      std::vector<float> wide =
+          widened(dtype, packed.data(), outer * n * chunk);
+      std::vector<float> mine(size_t(outer * chunk));
+      watched(rt, what, [&](MPI_Request *r) {
+        return MPI_Ireduce_scatter_block(wide.data(), mine.data(),
+                                         int(outer * chunk), MPI_FLOAT, MPI_SUM,
+                                         comm, r);
+      });
+      narrow(mine, dtype, out);
+      return;
+    }
     watched(rt, what, [&](MPI_Request *r) {
       return MPI_Ireduce_scatter_block(packed.data(), out, int(outer * chunk),
                                        mpiType(dtype), op(dtype, reduction),
@@ -223,6 +246,18 @@ private:
       return reduction == LOOMRT_MAX ? halfMax[half] : halfSum[half];
     }
     return reduction == LOOMRT_MAX ? MPI_MAX : MPI_SUM;
+  }
+
+  /// bf16 or f16 elements widened exactly to f32, and back, rounded once.
+  static std::vector<float> widened(int dtype, const void *in, int64_t count) {
+    std::vector<float> wide(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i)
+      wide[size_t(i)] = load(dtype, in, i);
+    return wide;
+  }
+  static void narrow(const std::vector<float> &wide, int dtype, void *out) {
+    for (size_t i = 0; i < wide.size(); ++i)
+      store(dtype, out, int64_t(i), wide[i]);
   }
 
   static void check(loomrt_ctx *rt, int status, const std::string &what) {

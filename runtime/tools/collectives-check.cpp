@@ -177,6 +177,26 @@ void step(loomrt_ctx *rt, char *arena) {
         c.expect(std::string(name) + " in place" + suffix, dtype, in, count,
                  reduced);
       }
+      // A bf16 sum is rounded once (docs/language.md 11.2): 1 and n - 1
+      // halves of its last bit give 1 + (n - 1) / 256 rounded, where
+      // rounding after each addition would give 1 again.
+      if (dtype == LOOMRT_BF16) {
+        auto ones = [&](int64_t) { return self == 0 ? 1.0 : 1.0 / 256; };
+        auto once = [&](int64_t) {
+          return double(loomrt_bf16_to_f32(
+              loomrt_f32_to_bf16(float(1.0 + double(n - 1) / 256))));
+        };
+        c.put(dtype, in, count, ones);
+        loomrt_all_reduce(rt, "all_reduce(sum)", axes.data(), int(axes.size()),
+                          dtype, LOOMRT_SUM, arena + in, arena + out, count);
+        c.expect("all_reduce(sum) rounded once" + suffix, dtype, out, count,
+                 once);
+        c.put(dtype, in, 2 * n * 3, ones);
+        loomrt_reduce_scatter(rt, "reduce_scatter", axes.data(),
+                              int(axes.size()), dtype, LOOMRT_SUM, arena + in,
+                              arena + out, 2, 3);
+        c.expect("reduce_scatter rounded once" + suffix, dtype, out, 6, once);
+      }
       // all_gather: [2][3] pieces -> [2][n][3].
       c.put(dtype, in, 6, mine);
       loomrt_all_gather(rt, "all_gather", axes.data(), int(axes.size()), dtype,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cuda-on-cpu.py IN.cu OUT.cpp
-cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] PROGRAM.cu EXECUTABLE
+cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl] PROGRAM.cu EXECUTABLE
 
 Turns CUDA source of this project (a program that `loomc --target=cuda
 --emit=cuda` generated, or libloomrt's runtime/cuda/Kernels.cu) into host
@@ -18,7 +18,11 @@ test/Integration/cuda-on-cpu.test compares both with the CPU builds.
 
 With --build, PROGRAM.cu (from loomc --target=cuda --emit=cuda) is turned
 into EXECUTABLE.cpp and built into EXECUTABLE with that library from the
-build directory OBJ_DIR.
+build directory OBJ_DIR. With --nccl as well, the library is
+loomrt_cuda_on_cpu_nccl: Open MPI and the NCCL transport over
+unittests/NcclOnCpu.h, so that the program runs a rank per process under
+mpirun (LOOM_CUDA_ON_CPU_GPUS=N gives each machine N emulated GPUs).
+Sources that include <nccl.h> (runtime/cuda/Nccl.cpp) get NcclOnCpu.h.
 """
 import os
 import subprocess
@@ -102,8 +106,10 @@ def transform(source, path):
         if CUDA_HEADERS.match(line):
             included = True
             continue
+        if line == "#include <nccl.h>":
+            line = '#include "NcclOnCpu.h"'
         lines.append(line)
-    if not included:
+    if not included and '#include "NcclOnCpu.h"' not in lines:
         raise SystemExit(f"{path}: includes no CUDA header; not CUDA source of this project")
     text = "\n".join(lines) + "\n"
     if "return loomrt_main(" in text:
@@ -116,14 +122,17 @@ def transform(source, path):
 
 def main() -> int:
     args = sys.argv[1:]
-    obj, cxx = None, os.environ.get("CXX", "clang++")
-    while args and args[0] in ("--build", "--cxx") and len(args) > 1:
+    obj, cxx, nccl = None, os.environ.get("CXX", "clang++"), False
+    while args and (args[0] == "--nccl" or (args[0] in ("--build", "--cxx") and len(args) > 1)):
+        if args[0] == "--nccl":
+            nccl, args = True, args[1:]
+            continue
         if args[0] == "--build":
             obj = args[1]
         else:
             cxx = args[1]
         args = args[2:]
-    if len(args) != 2:
+    if len(args) != 2 or (nccl and not obj):
         print(__doc__, file=sys.stderr)
         return 2
     source, target = args
@@ -134,10 +143,15 @@ def main() -> int:
         print(f"cuda-on-cpu: {source}: {launches} launches")
         return 0
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    library = "loomrt_cuda_on_cpu_nccl" if nccl else "loomrt_cuda_on_cpu"
+    more = []
+    if nccl:
+        with open(os.path.join(obj, "lib", library + ".link")) as f:
+            more = f.read().split()
     command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w",
                "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "unittests"),
-               "-I", root, host, os.path.join(obj, "lib", "libloomrt_cuda_on_cpu.a"),
-               os.path.join(obj, "lib", "libloomrt_core.a"), "-lm", "-lpthread", "-o", target]
+               "-I", root, host, os.path.join(obj, "lib", f"lib{library}.a"),
+               os.path.join(obj, "lib", "libloomrt_core.a"), *more, "-lm", "-lpthread", "-o", target]
     return subprocess.run(command).returncode
 
 

@@ -23,8 +23,11 @@ loomc --target=cuda --emit=cuda, turned into host C++ by
 runtime/tools/cuda-on-cpu.py and linked with libloomrt's CUDA backend
 compiled the same way (OBJ_DIR/lib/libloomrt_cuda_on_cpu.a, over
 unittests/CudaRuntimeOnCpu.h), run in loopback mode with the default
-kernels and with LOOMRT_FAST_KERNELS=1, each compared with the 1-rank CPU
-build as above.
+kernels and with LOOMRT_FAST_KERNELS=1, and (N > 1 ranks) as N processes
+under mpirun over the NCCL transport (OBJ_DIR/lib/
+libloomrt_cuda_on_cpu_nccl.a, over unittests/NcclOnCpu.h), each compared
+with the 1-rank CPU build as above; the NCCL run must give the loopback
+run's bits.
 
 A model's renderings for different meshes differ only in their
 annotations, not in what they compute, so one 1-rank build and one
@@ -275,12 +278,13 @@ class Runner:
     def cuda_on_cpu(self, case, src, directory):
         """The model's CUDA program and libloomrt's CUDA backend built for the
         host, run in loopback mode with the default kernels and with
-        LOOMRT_FAST_KERNELS=1; the outputs of each."""
+        LOOMRT_FAST_KERNELS=1, and on N > 1 ranks also a process per rank
+        over NCCL; the outputs of each."""
         obj = self.args.cuda_on_cpu
         run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "--target=cuda",
                      "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
         run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
-                     "--build", obj, "--cxx", self.args.cxx, "model.cu", "model"],
+                     "--build", obj, "--cxx", self.args.cxx, "--nccl", "model.cu", "model"],
                     COMPILE_TIMEOUT, directory)
         outputs = {}
         for kernels, env in (("default", {}), ("fast", {"LOOMRT_FAST_KERNELS": "1"})):
@@ -288,6 +292,11 @@ class Runner:
             run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", out,
                          "--collective-timeout", "60"], RUN_TIMEOUT, directory, env)
             outputs[kernels] = load(os.path.join(directory, out))
+        if case.ranks > 1:
+            run_command([self.args.mpirun, "-np", str(case.ranks), "./model", "--seed", str(self.args.seed),
+                         "--out", "out-nccl.safetensors", "--collective-timeout", "60"], RUN_TIMEOUT,
+                        directory, {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks)})
+            outputs["nccl"] = load(os.path.join(directory, "out-nccl.safetensors"))
         return outputs
 
     def reference(self, case):
@@ -315,10 +324,19 @@ class Runner:
             src = self.source_path(case.source, directory)
             if self.args.cuda_on_cpu:
                 problems, worst = [], 0.0
-                for kernels, got in self.cuda_on_cpu(case, src, directory).items():
+                outputs = self.cuda_on_cpu(case, src, directory)
+                for kernels, got in outputs.items():
                     found, ratio = compare(got, one, case.bf16)
-                    problems += [f"{kernels} kernels: {p}" for p in found]
+                    what = "NCCL, a process per rank" if kernels == "nccl" else f"{kernels} kernels"
+                    problems += [f"{what}: {p}" for p in found]
                     worst = max(worst, ratio)
+                if "nccl" in outputs:
+                    # The emulated NCCL adds in rank order, and the transport
+                    # widens sums that NCCL would round more than once, so it
+                    # must give the loopback mode's bits.
+                    problems += [f"NCCL against loopback: {p}"
+                                 for p in exact_differences(outputs["nccl"], outputs["default"])]
+                    loopback = "NCCL = loopback exactly; "
             else:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
                             COMPILE_TIMEOUT, directory)

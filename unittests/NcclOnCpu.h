@@ -1,0 +1,521 @@
+//===- NcclOnCpu.h - NCCL's collectives between processes, on the host -*- C++
+//-*-===//
+//
+// Part of the Loom project.
+//
+// The part of NCCL that libloomrt's NCCL transport (runtime/cuda/Nccl.cpp)
+// calls, over MPI point-to-point messages between processes, so that its
+// CUDA backend runs a rank per process without GPUs (with CudaRuntimeOnCpu.h;
+// runtime/tools/cuda-on-cpu.py puts this header where Nccl.cpp includes
+// <nccl.h>). It keeps what the transport relies on:
+//
+// - communicators over any subset of the processes, made from a unique id
+//   that the caller hands to the members (the id names the process that
+//   made it, which gathers the members' places);
+// - operations run on the stream in its order, after the host has moved on
+//   (cuda_on_cpu::enqueueDeferred), so a collective that another rank never
+//   joins leaves its event unfinished for the transport's watchdog;
+// - sends and receives of one ncclGroupStart/End progress together, and a
+//   pair's messages match in the order they were posted, as NCCL's do;
+// - sums of bf16 and f16 are rounded to the element type after every
+//   addition, as NCCL's rings and trees do (the transport widens groups of
+//   more than two ranks to f32 because of that);
+// - ncclCommAbort ends operations in flight, and a non-blocking
+//   communicator reports an error through ncclCommGetAsyncError.
+//
+// Every rank reduces in rank order, so all ranks get the same bits; real
+// NCCL adds in its own order. Bandwidth, NVLink and kernels are not
+// emulated.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_UNITTESTS_NCCLONCPU_H
+#define LOOM_UNITTESTS_NCCLONCPU_H
+
+#include "CudaRuntimeOnCpu.h"
+
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <unistd.h>
+#include <vector>
+
+enum ncclResult_t {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7
+};
+enum ncclDataType_t {
+  ncclInt8 = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclUint32 = 3,
+  ncclInt64 = 4,
+  ncclUint64 = 5,
+  ncclFloat16 = 6,
+  ncclFloat32 = 7,
+  ncclFloat64 = 8,
+  ncclBfloat16 = 9
+};
+enum ncclRedOp_t { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 };
+struct ncclUniqueId {
+  char internal[128];
+};
+struct ncclConfig_t {
+  int blocking;
+};
+#define NCCL_CONFIG_INITIALIZER                                                \
+  { 1 }
+
+namespace nccl_on_cpu {
+
+/// Messages of communicator k carry tag kTagBase + k; making it uses
+/// kInitTagBase + k. A communicator's number is its maker's world rank
+/// times kPerProcess plus the maker's count.
+constexpr int kTagBase = 20000, kInitTagBase = 10000, kPerProcess = 64,
+              kMaxRanks = 64;
+
+inline int worldRank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+/// Set by ncclCommAbort (from any thread): operations in flight end.
+inline std::atomic<bool> &aborting() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+struct Comm {
+  int rank = 0, size = 1, tag = 0;
+  std::vector<int> world; // world rank of each rank of the communicator
+  std::atomic<int> error{ncclSuccess};
+  std::string lastError;
+};
+
+inline size_t typeBytes(ncclDataType_t type) {
+  switch (type) {
+  case ncclInt8:
+  case ncclUint8:
+    return 1;
+  case ncclFloat16:
+  case ncclBfloat16:
+    return 2;
+  case ncclInt32:
+  case ncclUint32:
+  case ncclFloat32:
+    return 4;
+  default:
+    return 8;
+  }
+}
+
+/// x (op) y; a maximum or minimum with a NaN is NaN, as on the CPU.
+template <typename T> T reduced(ncclRedOp_t op, T x, T y) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (op == ncclMax || op == ncclMin)
+      if (x != x || y != y)
+        return x != x ? x : y;
+  switch (op) {
+  case ncclSum:
+    return x + y;
+  case ncclProd:
+    return x * y;
+  case ncclMax:
+    return x < y ? y : x;
+  default:
+    return y < x ? y : x;
+  }
+}
+
+template <typename T>
+void combineAs(ncclRedOp_t op, void *acc, const void *next, size_t count) {
+  T *a = static_cast<T *>(acc);
+  const T *b = static_cast<const T *>(next);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = reduced(op, a[i], b[i]);
+}
+
+/// acc = acc (op) next, elementwise, rounded to the type after each step.
+inline void combine(ncclDataType_t type, ncclRedOp_t op, void *acc,
+                    const void *next, size_t count) {
+  switch (type) {
+  case ncclFloat32:
+    return combineAs<float>(op, acc, next, count);
+  case ncclFloat64:
+    return combineAs<double>(op, acc, next, count);
+  case ncclInt32:
+    return combineAs<int32_t>(op, acc, next, count);
+  case ncclInt64:
+    return combineAs<int64_t>(op, acc, next, count);
+  case ncclBfloat16:
+  case ncclFloat16: {
+    int dtype = type == ncclBfloat16 ? LOOMRT_BF16 : LOOMRT_F16;
+    for (size_t i = 0; i < count; ++i)
+      loomrt::store(dtype, acc, int64_t(i),
+                    reduced(op, loomrt::load(dtype, acc, int64_t(i)),
+                            loomrt::load(dtype, next, int64_t(i))));
+    return;
+  }
+  default: // bytes: the transport reduces no other type
+    return;
+  }
+}
+
+/// One operation's messages: posted together, then waited for, polling so
+/// that an abort ends the wait.
+struct Exchange {
+  Comm *comm;
+  std::vector<MPI_Request> requests;
+
+  void send(const void *data, size_t bytes, int peer) {
+    requests.emplace_back();
+    MPI_Isend(data, int(bytes), MPI_BYTE, comm->world[size_t(peer)], comm->tag,
+              MPI_COMM_WORLD, &requests.back());
+  }
+  void receive(void *data, size_t bytes, int peer) {
+    requests.emplace_back();
+    MPI_Irecv(data, int(bytes), MPI_BYTE, comm->world[size_t(peer)], comm->tag,
+              MPI_COMM_WORLD, &requests.back());
+  }
+  /// False when aborted (the messages are left to the ending process).
+  bool wait() {
+    for (;;) {
+      int done = 0;
+      if (MPI_Testall(int(requests.size()), requests.data(), &done,
+                      MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        comm->lastError = "an MPI message of the emulated NCCL failed";
+        comm->error = ncclSystemError;
+        return false;
+      }
+      if (done)
+        return true;
+      if (aborting()) {
+        comm->error = ncclRemoteError;
+        return false;
+      }
+      usleep(20);
+    }
+  }
+};
+
+/// Sends and receives of the open group (or of one call outside a group).
+struct PointToPoint {
+  Comm *comm;
+  bool sending;
+  void *data;
+  size_t bytes;
+  int peer;
+  cuda_on_cpu::Stream *stream;
+};
+struct Group {
+  int depth = 0;
+  std::vector<PointToPoint> operations;
+};
+inline Group &group() {
+  static thread_local Group open;
+  return open;
+}
+
+/// Runs the operations as one exchange on their stream's order.
+inline void issue(std::vector<PointToPoint> operations) {
+  if (operations.empty())
+    return;
+  cuda_on_cpu::Stream *stream = operations.front().stream;
+  cuda_on_cpu::enqueueDeferred(stream, [operations] {
+    std::vector<Exchange> exchanges;
+    for (const PointToPoint &op : operations) {
+      auto found =
+          std::find_if(exchanges.begin(), exchanges.end(),
+                       [&](const Exchange &e) { return e.comm == op.comm; });
+      if (found == exchanges.end())
+        found = exchanges.insert(exchanges.end(), Exchange{op.comm, {}});
+      if (op.sending)
+        found->send(op.data, op.bytes, op.peer);
+      else
+        found->receive(op.data, op.bytes, op.peer);
+    }
+    for (Exchange &exchange : exchanges)
+      if (!exchange.wait())
+        return;
+  });
+}
+
+inline ncclResult_t checkComm(Comm *comm) {
+  if (!comm)
+    return ncclInvalidArgument;
+  if (comm->error != ncclSuccess && comm->error != ncclInProgress)
+    return ncclResult_t(comm->error.load());
+  if (group().depth)
+    return ncclInvalidUsage; // the transport groups only sends and receives
+  return ncclSuccess;
+}
+
+/// `count` elements from every rank, reduced in rank order into `out`.
+inline void reduceInRankOrder(ncclDataType_t type, ncclRedOp_t op,
+                              const std::vector<std::vector<char>> &pieces,
+                              void *out, size_t count) {
+  std::vector<char> acc = pieces[0];
+  for (size_t p = 1; p < pieces.size(); ++p)
+    combine(type, op, acc.data(), pieces[p].data(), count);
+  std::memcpy(out, acc.data(), acc.size());
+}
+
+} // namespace nccl_on_cpu
+
+using ncclComm_t = nccl_on_cpu::Comm *;
+
+inline const char *ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+  case ncclSuccess:
+    return "no error";
+  case ncclSystemError:
+    return "unhandled system error (emulated)";
+  case ncclInvalidArgument:
+    return "invalid argument (emulated)";
+  case ncclInvalidUsage:
+    return "invalid usage (emulated)";
+  case ncclRemoteError:
+    return "remote process exited or there was a network error (emulated)";
+  case ncclInProgress:
+    return "NCCL operation in progress";
+  default:
+    return "internal error (emulated)";
+  }
+}
+inline const char *ncclGetLastError(ncclComm_t comm) {
+  return comm ? comm->lastError.c_str() : "";
+}
+
+inline ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  static int made = 0;
+  if (made == nccl_on_cpu::kPerProcess)
+    return ncclInternalError;
+  std::memset(id, 0, sizeof *id);
+  int place[2] = {nccl_on_cpu::worldRank(), made++};
+  std::memcpy(id->internal, place, sizeof place);
+  return ncclSuccess;
+}
+
+/// The maker of the id gathers each member's world rank and sends back the
+/// whole list (blocking: every member calls this at about the same time).
+inline ncclResult_t ncclCommInitRankConfig(ncclComm_t *result, int size,
+                                           ncclUniqueId id, int rank,
+                                           ncclConfig_t *) {
+  int place[2];
+  std::memcpy(place, id.internal, sizeof place);
+  int worlds = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &worlds);
+  if (size < 1 || size > nccl_on_cpu::kMaxRanks || rank < 0 || rank >= size ||
+      place[0] < 0 || place[0] >= worlds)
+    return ncclInvalidArgument;
+  auto *comm = new nccl_on_cpu::Comm;
+  comm->rank = rank;
+  comm->size = size;
+  int number = place[0] * nccl_on_cpu::kPerProcess + place[1];
+  comm->tag = nccl_on_cpu::kTagBase + number;
+  int initTag = nccl_on_cpu::kInitTagBase + number;
+  comm->world.assign(size_t(size), -1);
+  int me = nccl_on_cpu::worldRank();
+  comm->world[size_t(rank)] = me;
+  if (size > 1) {
+    if (me == place[0]) {
+      for (int received = 1; received < size; ++received) {
+        int member[2];
+        MPI_Recv(member, 2, MPI_INT, MPI_ANY_SOURCE, initTag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        if (member[0] < 0 || member[0] >= size ||
+            comm->world[size_t(member[0])] != -1)
+          return ncclInvalidUsage;
+        comm->world[size_t(member[0])] = member[1];
+      }
+      for (int p = 0; p < size; ++p)
+        if (p != rank)
+          MPI_Send(comm->world.data(), size, MPI_INT, comm->world[size_t(p)],
+                   initTag, MPI_COMM_WORLD);
+    } else {
+      int member[2] = {rank, me};
+      MPI_Send(member, 2, MPI_INT, place[0], initTag, MPI_COMM_WORLD);
+      MPI_Recv(comm->world.data(), size, MPI_INT, place[0], initTag,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+  }
+  *result = comm;
+  return ncclSuccess;
+}
+
+inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
+                                          ncclResult_t *state) {
+  *state = comm ? ncclResult_t(comm->error.load()) : ncclInvalidArgument;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return comm ? ncclSuccess : ncclInvalidArgument;
+}
+inline ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  delete comm;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  nccl_on_cpu::aborting() = true;
+  if (comm)
+    comm->error = ncclRemoteError;
+  return ncclSuccess;
+}
+
+inline ncclResult_t ncclGroupStart() {
+  ++nccl_on_cpu::group().depth;
+  return ncclSuccess;
+}
+inline ncclResult_t ncclGroupEnd() {
+  nccl_on_cpu::Group &open = nccl_on_cpu::group();
+  if (open.depth == 0)
+    return ncclInvalidUsage;
+  if (--open.depth == 0) {
+    std::vector<nccl_on_cpu::PointToPoint> operations;
+    operations.swap(open.operations);
+    nccl_on_cpu::issue(std::move(operations));
+  }
+  return ncclSuccess;
+}
+
+namespace nccl_on_cpu {
+inline ncclResult_t pointToPoint(bool sending, const void *data, size_t count,
+                                 ncclDataType_t type, int peer, Comm *comm,
+                                 cudaStream_t stream) {
+  if (!comm)
+    return ncclInvalidArgument;
+  if (peer < 0 || peer >= comm->size)
+    return ncclInvalidArgument;
+  PointToPoint op{
+      comm, sending, const_cast<void *>(data), count * typeBytes(type),
+      peer, stream};
+  if (group().depth) {
+    if (!group().operations.empty() && group().operations[0].stream != stream)
+      return ncclInvalidUsage;
+    group().operations.push_back(op);
+  } else {
+    issue({op});
+  }
+  return ncclSuccess;
+}
+} // namespace nccl_on_cpu
+
+inline ncclResult_t ncclSend(const void *data, size_t count,
+                             ncclDataType_t type, int peer, ncclComm_t comm,
+                             cudaStream_t stream) {
+  return nccl_on_cpu::pointToPoint(true, data, count, type, peer, comm, stream);
+}
+inline ncclResult_t ncclRecv(void *data, size_t count, ncclDataType_t type,
+                             int peer, ncclComm_t comm, cudaStream_t stream) {
+  return nccl_on_cpu::pointToPoint(false, data, count, type, peer, comm,
+                                   stream);
+}
+
+namespace nccl_on_cpu {
+/// Rank p receives piece p of every rank's input and reduces them in rank
+/// order: with `scatter` the pieces are consecutive blocks of `count`
+/// elements (reduce-scatter), without it each is the whole input
+/// (all-reduce).
+inline ncclResult_t reduceEverywhere(bool scatter, const void *in, void *out,
+                                     size_t count, ncclDataType_t type,
+                                     ncclRedOp_t op, Comm *comm,
+                                     cudaStream_t stream) {
+  if (ncclResult_t status = checkComm(comm))
+    return status;
+  cuda_on_cpu::enqueueDeferred(stream, [=] {
+    size_t bytes = count * typeBytes(type);
+    auto piece = [&](int p) {
+      return static_cast<const char *>(in) + (scatter ? size_t(p) * bytes : 0);
+    };
+    std::vector<std::vector<char>> pieces(size_t(comm->size),
+                                          std::vector<char>(bytes));
+    std::memcpy(pieces[size_t(comm->rank)].data(), piece(comm->rank), bytes);
+    Exchange exchange{comm, {}};
+    for (int p = 0; p < comm->size; ++p)
+      if (p != comm->rank) {
+        // The whole input from this rank's copy: `out` may be `in`.
+        exchange.send(scatter ? piece(p) : pieces[size_t(comm->rank)].data(),
+                      bytes, p);
+        exchange.receive(pieces[size_t(p)].data(), bytes, p);
+      }
+    if (exchange.wait())
+      reduceInRankOrder(type, op, pieces, out, count);
+  });
+  return ncclSuccess;
+}
+} // namespace nccl_on_cpu
+
+inline ncclResult_t ncclAllReduce(const void *in, void *out, size_t count,
+                                  ncclDataType_t type, ncclRedOp_t op,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  return nccl_on_cpu::reduceEverywhere(false, in, out, count, type, op, comm,
+                                       stream);
+}
+
+inline ncclResult_t ncclReduceScatter(const void *in, void *out, size_t count,
+                                      ncclDataType_t type, ncclRedOp_t op,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  return nccl_on_cpu::reduceEverywhere(true, in, out, count, type, op, comm,
+                                       stream);
+}
+
+inline ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
+                                  ncclDataType_t type, ncclComm_t comm,
+                                  cudaStream_t stream) {
+  if (ncclResult_t status = nccl_on_cpu::checkComm(comm))
+    return status;
+  cuda_on_cpu::enqueueDeferred(stream, [=] {
+    size_t bytes = count * nccl_on_cpu::typeBytes(type);
+    std::vector<char> mine(static_cast<const char *>(in),
+                           static_cast<const char *>(in) + bytes);
+    char *output = static_cast<char *>(out);
+    nccl_on_cpu::Exchange exchange{comm, {}};
+    for (int p = 0; p < comm->size; ++p)
+      if (p != comm->rank) {
+        exchange.send(mine.data(), bytes, p);
+        exchange.receive(output + size_t(p) * bytes, bytes, p);
+      }
+    if (exchange.wait())
+      std::memcpy(output + size_t(comm->rank) * bytes, mine.data(), bytes);
+  });
+  return ncclSuccess;
+}
+
+inline ncclResult_t ncclBroadcast(const void *in, void *out, size_t count,
+                                  ncclDataType_t type, int root,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t status = nccl_on_cpu::checkComm(comm))
+    return status;
+  if (root < 0 || root >= comm->size)
+    return ncclInvalidArgument;
+  cuda_on_cpu::enqueueDeferred(stream, [=] {
+    size_t bytes = count * nccl_on_cpu::typeBytes(type);
+    nccl_on_cpu::Exchange exchange{comm, {}};
+    if (comm->rank == root) {
+      for (int p = 0; p < comm->size; ++p)
+        if (p != root)
+          exchange.send(in, bytes, p);
+      if (exchange.wait())
+        std::memmove(out, in, bytes);
+    } else {
+      exchange.receive(out, bytes, root);
+      exchange.wait();
+    }
+  });
+  return ncclSuccess;
+}
+
+#endif // LOOM_UNITTESTS_NCCLONCPU_H
