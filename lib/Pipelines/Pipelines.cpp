@@ -30,11 +30,16 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
+void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseSoftmaxStats());
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
+  pm.addPass(createLoomPlanMemory());
+}
+
 void loom::buildPlanPipeline(mlir::OpPassManager &pm) {
   buildSpmdPipeline(pm);
   pm.addNestedPass<mlir::func::FuncOp>(createLoomContractionOrder());
-  pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
-  pm.addPass(createLoomPlanMemory());
+  buildKernelPlanPipeline(pm);
 }
 
 void loom::registerLoomPipelines() {

@@ -735,7 +735,6 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   ArrayRef<int64_t> bShape = b ? tensorType(b).getShape() : ArrayRef<int64_t>();
   SmallVector<int64_t> bStrides =
       b ? stridesInBuffer(b) : SmallVector<int64_t>();
-  ArrayRef<int64_t> oShape = tensorType(out).getShape();
   SmallVector<int64_t> oStrides = stridesInBuffer(out);
   auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
     int64_t s = 0; // a repeated letter walks the diagonal
@@ -1078,6 +1077,15 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
            << computeProduct(s.take_front(dim)) << ", " << s[dim] << ", "
            << computeProduct(s.drop_front(dim + 1)) << "); // loom.softmax at "
            << where() << "\n";
+    return success();
+  }
+  if (auto stats = dyn_cast<SoftmaxStatsOp>(op)) {
+    ArrayRef<int64_t> s = shape(stats.getInput());
+    line() << "loomrt_softmax_stats(" << dtype(stats.getInput()) << ", "
+           << pointer(stats.getInput()) << ", " << pointer(stats.getMax())
+           << ", " << pointer(stats.getSum()) << ", "
+           << computeProduct(s.drop_back()) << ", " << s.back()
+           << "); // loom.softmax_stats at " << where() << "\n";
     return success();
   }
   if (isa<LayerNormOp, RMSNormOp>(op)) {

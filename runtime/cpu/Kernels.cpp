@@ -8,6 +8,7 @@
 #include "runtime/Elements.h"
 #include "runtime/GemmPlan.h"
 #include "runtime/Runtime.h"
+#include "runtime/SoftmaxStats.h"
 
 #include <cblas.h>
 
@@ -532,6 +533,40 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
       for (int64_t j = 0; j < n; ++j)
         store(dtype, out, base + j * inner, row[j] / total);
     }
+}
+
+/// Chunks of a row: each chunk's maximum first, then its exps in a loop that
+/// vectorises (libmvec's expf), then their sum in order; the row's
+/// statistics rescale when a chunk raises the maximum.
+extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
+                                     void *sum, int64_t rows, int64_t n) {
+  constexpr int64_t kChunk = 256;
+  float x[kChunk], exps[kChunk];
+  for (int64_t r = 0; r < rows; ++r) {
+    SoftmaxStats stats = emptyStats();
+    for (int64_t start = 0; start < n; start += kChunk) {
+      int64_t count = std::min(kChunk, n - start);
+      widen(dtype, in, r * n + start, count, x);
+      float chunkMax = -std::numeric_limits<float>::infinity();
+      bool nan = false;
+      for (int64_t j = 0; j < count; ++j) {
+        chunkMax = std::max(chunkMax, x[j]);
+        nan |= std::isnan(x[j]);
+      }
+      raiseMax(stats, nan ? NAN : chunkMax);
+      if (std::isnan(stats.max))
+        break;
+      if (stats.max == -std::numeric_limits<float>::infinity())
+        continue; // only -inf so far
+      float shift = stats.max;
+      for (int64_t j = 0; j < count; ++j)
+        exps[j] = std::exp(x[j] - shift);
+      for (int64_t j = 0; j < count; ++j)
+        stats.sum += exps[j];
+    }
+    static_cast<float *>(max)[r] = stats.max;
+    static_cast<float *>(sum)[r] = finalSum(stats, n);
+  }
 }
 
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,

@@ -18,6 +18,7 @@
 #include "runtime/Elements.h"
 #include "runtime/GemmPlan.h"
 #include "runtime/Runtime.h"
+#include "runtime/SoftmaxStats.h"
 #include "runtime/SplitBf16.h"
 #include "runtime/cuda/FusedAttention.cuh"
 #include "runtime/cuda/RowKernels.cuh"
@@ -797,6 +798,55 @@ __global__ void embeddingKernel(int idsDtype, const void *ids, int64_t count,
   }
 }
 
+/// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): a block
+/// per row, each thread's elements online (whole 16-byte packs at a time
+/// with `packs`), then the threads' statistics merged in a tree.
+template <int Dtype>
+__global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
+                                   int64_t rows, int64_t n, bool packs) {
+  constexpr int N = Pack<Dtype>::N;
+  __shared__ float sharedMax[256], sharedSum[256];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    SoftmaxStats stats = emptyStats();
+    if (packs) {
+      for (int64_t p = threadIdx.x; p < n / N; p += blockDim.x) {
+        float v[N];
+        loadPack<Dtype>(in, r * n + p * N, v);
+        float packMax = v[0];
+        for (int i = 1; i < N; ++i)
+          packMax = maxKeepingNaN(packMax, v[i]);
+        raiseMax(stats, packMax);
+        for (int i = 0; i < N; ++i)
+          addShifted(stats, v[i]);
+      }
+    } else {
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        float x = load(Dtype, in, r * n + j);
+        raiseMax(stats, x);
+        addShifted(stats, x);
+      }
+    }
+    int t = threadIdx.x;
+    sharedMax[t] = stats.max;
+    sharedSum[t] = stats.sum;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+      if (t < half) {
+        SoftmaxStats mine = {sharedMax[t], sharedSum[t]};
+        mergeStats(mine, {sharedMax[t + half], sharedSum[t + half]});
+        sharedMax[t] = mine.max;
+        sharedSum[t] = mine.sum;
+      }
+      __syncthreads();
+    }
+    if (t == 0) {
+      max[r] = sharedMax[0];
+      sum[r] = finalSum({sharedMax[0], sharedSum[0]}, n);
+    }
+    __syncthreads();
+  }
+}
+
 /// Each row: logsumexp - the target logit into losses[row]; a bad target
 /// sets *bad to its position + 1.
 __global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
@@ -984,6 +1034,22 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
   softmaxKernel<<<blocksFor(outer * inner), 256, 0, device().stream>>>(
       dtype, in, out, outer, n, inner);
   check(cudaGetLastError(), "softmax");
+}
+
+template <int Dtype> struct LaunchSoftmaxStats {
+  static void run(const void *in, void *max, void *sum, int64_t rows, int64_t n,
+                  bool packs) {
+    softmaxStatsKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
+        in, static_cast<float *>(max), static_cast<float *>(sum), rows, n,
+        packs);
+  }
+};
+
+extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
+                                     void *sum, int64_t rows, int64_t n) {
+  forFloatType<LaunchSoftmaxStats>(dtype, in, max, sum, rows, n,
+                                   packable(dtype, n, false, {in}));
+  check(cudaGetLastError(), "softmax statistics");
 }
 
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,

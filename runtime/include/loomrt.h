@@ -190,6 +190,11 @@ void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank
 /* Softmax over the middle dimension of [outer, n, inner]. */
 void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t n,
                     int64_t inner);
+/* Over each of `rows` rows of n elements: max[r] = the row's maximum and
+ * sum[r] = the sum of exp(x - max[r]), in f32 (loom.softmax_stats), reading
+ * the row once. */
+void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
+                          int64_t rows, int64_t n);
 /* Layer norm (or RMS norm when bias is null and rms is set) over the last n
  * elements of each of `rows` rows. */
 void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,

@@ -329,8 +329,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (generate && !hasMesh) {
     // Without a mesh the program runs on one rank as written.
     loom::buildFrontendCleanupPipeline(pm);
-    pm.addNestedPass<func::FuncOp>(loom::createLoomFuseElementwise());
-    pm.addPass(loom::createLoomPlanMemory());
+    loom::buildKernelPlanPipeline(pm);
   } else if (generate)
     loom::buildPlanPipeline(pm);
   else if (analyse || emitKind == Emit::Spmd)
@@ -363,8 +362,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (report != Report::None) {
     planned = module->clone();
     PassManager planPm(&context);
-    planPm.addNestedPass<func::FuncOp>(loom::createLoomFuseElementwise());
-    planPm.addPass(loom::createLoomPlanMemory());
+    loom::buildKernelPlanPipeline(planPm);
     if (failed(planPm.run(*planned)))
       return 1;
   }

@@ -98,10 +98,10 @@ MeshOp loom::lookupMesh(Operation *anchor, FlatSymbolRefAttr mesh) {
   return SymbolTable::lookupNearestSymbolFrom<MeshOp>(anchor, mesh.getAttr());
 }
 
-LogicalResult
-loom::verifySharding(Operation *anchor, ShardingAttr sharding, Type type,
-                     function_ref<InFlightDiagnostic()> emitError,
-                     bool checkDivisible) {
+LogicalResult loom::verifySharding(Operation *anchor, ShardingAttr sharding,
+                                   Type type,
+                                   function_ref<InFlightDiagnostic()> emitError,
+                                   bool checkDivisible) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return emitError() << "sharding applies to statically shaped tensors, not "
@@ -334,6 +334,18 @@ LogicalResult PickOp::verify() {
   if (getType().getShape() != targets.getShape())
     return emitOpError("result must have the shape of the targets");
   return verifyVocabAxes(*this, getMeshAttr(), getVocabAxes());
+}
+
+LogicalResult SoftmaxStatsOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getRank() < 1)
+    return emitOpError("needs an input with a dimension to reduce");
+  for (Value result : {getMax(), getSum()})
+    if (cast<RankedTensorType>(result.getType()).getShape() !=
+        input.getShape().drop_back())
+      return emitOpError("results must have the input's shape ")
+             << describeType(input) << " without its last dimension";
+  return success();
 }
 
 LogicalResult SoftmaxOp::verify() {

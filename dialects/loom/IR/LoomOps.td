@@ -444,6 +444,30 @@ def Loom_PickOp : Loom_Op<"pick", [Pure,
   let hasVerifier = 1;
 }
 
+def Loom_SoftmaxStatsOp : Loom_Op<"softmax_stats", [Pure]> {
+  let summary = "A row's maximum and its sum of exp(x - maximum), in one pass";
+  let description = [{
+    Over the last dimension of `input`, widened exactly to f32:
+    `max = max(x)` and `sum = Σ exp(x - max)`, accumulated in f32 (a NaN
+    makes both NaN; a row of -inf only has sum NaN, as `exp(-inf - -inf)`).
+    The logsumexp of a row is `max + log(sum)`. `loom-fuse-softmax-stats`
+    makes it from a cross-entropy's `loom.max` and `loom.sum` of
+    `loom.exp` over the same logits, so that a backend reads the logits
+    once (online, rescaling the sum when the maximum grows) instead of
+    twice.
+
+    ```mlir
+    %m, %s = loom.softmax_stats %x : tensor<8x512xbf16> -> tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$input);
+  let results = (outs TensorOf<[F32]>:$max, TensorOf<[F32]>:$sum);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($max) `,` type($sum)
+  }];
+  let hasVerifier = 1;
+}
+
 def Loom_AttentionOp : Loom_Op<"attention", [Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = "Scaled dot-product attention";

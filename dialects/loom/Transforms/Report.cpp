@@ -90,6 +90,8 @@ static double flopsOf(Operation *op) {
     return 5.0 * elementsOf(op->getOperand(0));
   if (isa<CrossEntropyOp>(op))
     return 5.0 * elementsOf(op->getOperand(0));
+  if (isa<SoftmaxStatsOp>(op)) // max, subtract, exp, add
+    return 4.0 * elementsOf(op->getOperand(0));
   if (isa<SumOp, MeanOp, MaxOp>(op))
     return elementsOf(op->getOperand(0));
   if (isa<GeluOp>(op))

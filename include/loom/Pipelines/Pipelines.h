@@ -28,8 +28,13 @@ void buildShardingPipeline(mlir::OpPassManager &pm);
 /// and simplification of its collectives.
 void buildSpmdPipeline(mlir::OpPassManager &pm);
 
-/// What code generation starts from: the SPMD pipeline, then the plan every
-/// backend shares (loom-fuse-elementwise, loom-plan-memory).
+/// The kernels and the arena of a per-device program, which every backend
+/// shares (loom-fuse-softmax-stats, loom-fuse-elementwise,
+/// loom-plan-memory).
+void buildKernelPlanPipeline(mlir::OpPassManager &pm);
+
+/// What code generation starts from: the SPMD pipeline, the contraction
+/// order (loom-contraction-order), then the kernel plan.
 void buildPlanPipeline(mlir::OpPassManager &pm);
 
 /// Registers every Loom pipeline with the global pass registry.

@@ -259,12 +259,12 @@ class Runner:
     def dtype_flags(self, case):
         return [] if case.bf16 else ["--dtype=f32"]
 
-    def execute(self, exe, ranks, out, directory):
+    def execute(self, exe, ranks, out, directory, extra_env=None):
         argv = [exe, "--seed", str(self.args.seed), "--out", out, "--collective-timeout", "60"]
         if ranks > 1:
             argv = [self.args.mpirun, "-np", str(ranks)] + argv
         try:
-            run_command(argv, RUN_TIMEOUT, directory)
+            run_command(argv, RUN_TIMEOUT, directory, extra_env)
         except Failure as first:
             # A job that ends abnormally is run once more (a numerical
             # mismatch is never retried: runs are deterministic). Once, under
@@ -272,7 +272,7 @@ class Runner:
             # retry's report keeps such a failure visible instead of silent.
             self.retried.append(f"{' '.join(argv)} in {directory}: {first}")
             print(f"retrying once after: {first}", file=sys.stderr, flush=True)
-            run_command(argv, RUN_TIMEOUT, directory)
+            run_command(argv, RUN_TIMEOUT, directory, extra_env)
         return load(os.path.join(directory, out))
 
     def cuda_on_cpu(self, case, src, directory):
@@ -293,10 +293,8 @@ class Runner:
                          "--collective-timeout", "60"], RUN_TIMEOUT, directory, env)
             outputs[kernels] = load(os.path.join(directory, out))
         if case.ranks > 1:
-            run_command([self.args.mpirun, "-np", str(case.ranks), "./model", "--seed", str(self.args.seed),
-                         "--out", "out-nccl.safetensors", "--collective-timeout", "60"], RUN_TIMEOUT,
-                        directory, {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks)})
-            outputs["nccl"] = load(os.path.join(directory, "out-nccl.safetensors"))
+            outputs["nccl"] = self.execute("./model", case.ranks, "out-nccl.safetensors", directory,
+                                           {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks)})
         return outputs
 
     def reference(self, case):
