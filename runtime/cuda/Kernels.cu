@@ -798,6 +798,28 @@ __global__ void embeddingKernel(int idsDtype, const void *ids, int64_t count,
   }
 }
 
+/// The statistics of the whole block, merged in a tree (blockDim.x a power
+/// of 2, at most 256), in every thread.
+__device__ SoftmaxStats blockStats(SoftmaxStats stats, float *sharedMax,
+                                   float *sharedSum) {
+  int t = threadIdx.x;
+  sharedMax[t] = stats.max;
+  sharedSum[t] = stats.sum;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half) {
+      SoftmaxStats mine = {sharedMax[t], sharedSum[t]};
+      mergeStats(mine, {sharedMax[t + half], sharedSum[t + half]});
+      sharedMax[t] = mine.max;
+      sharedSum[t] = mine.sum;
+    }
+    __syncthreads();
+  }
+  SoftmaxStats block = {sharedMax[0], sharedSum[0]};
+  __syncthreads();
+  return block;
+}
+
 /// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): a block
 /// per row, each thread's elements online (whole 16-byte packs at a time
 /// with `packs`), then the threads' statistics merged in a tree.
@@ -826,51 +848,38 @@ __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
         addShifted(stats, x);
       }
     }
-    int t = threadIdx.x;
-    sharedMax[t] = stats.max;
-    sharedSum[t] = stats.sum;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-      if (t < half) {
-        SoftmaxStats mine = {sharedMax[t], sharedSum[t]};
-        mergeStats(mine, {sharedMax[t + half], sharedSum[t + half]});
-        sharedMax[t] = mine.max;
-        sharedSum[t] = mine.sum;
-      }
-      __syncthreads();
+    stats = blockStats(stats, sharedMax, sharedSum);
+    if (threadIdx.x == 0) {
+      max[r] = stats.max;
+      sum[r] = finalSum(stats, n);
     }
-    if (t == 0) {
-      max[r] = sharedMax[0];
-      sum[r] = finalSum({sharedMax[0], sharedSum[0]}, n);
-    }
-    __syncthreads();
   }
 }
 
-/// Each row: logsumexp - the target logit into losses[row]; a bad target
-/// sets *bad to its position + 1.
+/// Each row: logsumexp - the target logit into losses[row], the row read
+/// once (its maximum and sum of exp online); a bad target sets *bad to its
+/// position + 1.
 __global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
                                    int64_t vocab, int targetsDtype,
                                    const void *targets, float *losses,
                                    unsigned long long *bad) {
-  __shared__ float shared[256];
+  __shared__ float sharedMax[256], sharedSum[256];
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
     int64_t target = loadInt(targetsDtype, targets, r);
-    float maximum = -INFINITY;
-    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-      maximum = fmaxf(maximum, load(dtype, logits, r * vocab + j));
-    maximum = blockReduce<true>(maximum, shared);
-    float total = 0.0f;
-    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-      total += expf(load(dtype, logits, r * vocab + j) - maximum);
-    total = blockReduce<false>(total, shared);
+    SoftmaxStats stats = emptyStats();
+    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
+      float x = load(dtype, logits, r * vocab + j);
+      raiseMax(stats, x);
+      addShifted(stats, x);
+    }
+    stats = blockStats(stats, sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       if (target < 0 || target >= vocab) {
         atomicMin(bad, (unsigned long long)(r + 1));
         losses[r] = 0.0f;
       } else {
-        losses[r] =
-            maximum + logf(total) - load(dtype, logits, r * vocab + target);
+        losses[r] = stats.max + logf(finalSum(stats, vocab)) -
+                    load(dtype, logits, r * vocab + target);
       }
     }
   }
