@@ -1084,8 +1084,9 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     line() << "loomrt_softmax_stats(" << dtype(stats.getInput()) << ", "
            << pointer(stats.getInput()) << ", " << pointer(stats.getMax())
            << ", " << pointer(stats.getSum()) << ", "
-           << computeProduct(s.drop_back()) << ", " << s.back()
-           << "); // loom.softmax_stats at " << where() << "\n";
+           << computeProduct(s.drop_back()) << ", " << s.back() << ", "
+           << (stats.getPartial() ? 1 : 0) << "); // loom.softmax_stats at "
+           << where() << "\n";
     return success();
   }
   if (isa<LayerNormOp, RMSNormOp>(op)) {

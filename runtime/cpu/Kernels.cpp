@@ -539,7 +539,8 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
 /// vectorises (libmvec's expf), then their sum in order; the row's
 /// statistics rescale when a chunk raises the maximum.
 extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
-                                     void *sum, int64_t rows, int64_t n) {
+                                     void *sum, int64_t rows, int64_t n,
+                                     int partial) {
   constexpr int64_t kChunk = 256;
   float x[kChunk], exps[kChunk];
   for (int64_t r = 0; r < rows; ++r) {
@@ -565,7 +566,7 @@ extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
         stats.sum += exps[j];
     }
     static_cast<float *>(max)[r] = stats.max;
-    static_cast<float *>(sum)[r] = finalSum(stats, n);
+    static_cast<float *>(sum)[r] = partial ? stats.sum : finalSum(stats, n);
   }
 }
 

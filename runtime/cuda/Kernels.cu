@@ -825,7 +825,8 @@ __device__ SoftmaxStats blockStats(SoftmaxStats stats, float *sharedMax,
 /// with `packs`), then the threads' statistics merged in a tree.
 template <int Dtype>
 __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
-                                   int64_t rows, int64_t n, bool packs) {
+                                   int64_t rows, int64_t n, bool packs,
+                                   bool partial) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float sharedMax[256], sharedSum[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -851,7 +852,7 @@ __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
     stats = blockStats(stats, sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       max[r] = stats.max;
-      sum[r] = finalSum(stats, n);
+      sum[r] = partial ? stats.sum : finalSum(stats, n);
     }
   }
 }
@@ -1047,17 +1048,19 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
 
 template <int Dtype> struct LaunchSoftmaxStats {
   static void run(const void *in, void *max, void *sum, int64_t rows, int64_t n,
-                  bool packs) {
+                  bool packs, bool partial) {
     softmaxStatsKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
         in, static_cast<float *>(max), static_cast<float *>(sum), rows, n,
-        packs);
+        packs, partial);
   }
 };
 
 extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
-                                     void *sum, int64_t rows, int64_t n) {
+                                     void *sum, int64_t rows, int64_t n,
+                                     int partial) {
   forFloatType<LaunchSoftmaxStats>(dtype, in, max, sum, rows, n,
-                                   packable(dtype, n, false, {in}));
+                                   packable(dtype, n, false, {in}),
+                                   partial != 0);
   check(cudaGetLastError(), "softmax statistics");
 }
 

@@ -192,9 +192,10 @@ void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t
                     int64_t inner);
 /* Over each of `rows` rows of n elements: max[r] = the row's maximum and
  * sum[r] = the sum of exp(x - max[r]), in f32 (loom.softmax_stats), reading
- * the row once. */
+ * the row once. A row of -inf has sum NaN, or 0 when `partial` (a piece of
+ * a row split over ranks). */
 void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
-                          int64_t rows, int64_t n);
+                          int64_t rows, int64_t n, int partial);
 /* Layer norm (or RMS norm when bias is null and rms is set) over the last n
  * elements of each of `rows` rows. */
 void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,

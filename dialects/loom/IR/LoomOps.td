@@ -450,20 +450,26 @@ def Loom_SoftmaxStatsOp : Loom_Op<"softmax_stats", [Pure]> {
     Over the last dimension of `input`, widened exactly to f32:
     `max = max(x)` and `sum = Σ exp(x - max)`, accumulated in f32 (a NaN
     makes both NaN; a row of -inf only has sum NaN, as `exp(-inf - -inf)`).
-    The logsumexp of a row is `max + log(sum)`. `loom-fuse-softmax-stats`
-    makes it from a cross-entropy's `loom.max` and `loom.sum` of
-    `loom.exp` over the same logits, so that a backend reads the logits
-    once (online, rescaling the sum when the maximum grows) instead of
-    twice.
+    The logsumexp of a row is `max + log(sum)`. A backend reads each row
+    once, rescaling the sum when the maximum grows.
+
+    With `partial`, each row is one piece of a longer row whose other
+    pieces are on other ranks, and a piece of only -inf has sum 0: the
+    partitioner finishes a cross-entropy over a split vocabulary with
+    `M = all_reduce(max)` and `all_reduce(sum * exp(max - M))`, which gives
+    NaN where every piece is -inf. Without it, `loom-fuse-softmax-stats`
+    makes the op from a `loom.max` and a `loom.sum` of `loom.exp` over the
+    same row.
 
     ```mlir
     %m, %s = loom.softmax_stats %x : tensor<8x512xbf16> -> tensor<8xf32>, tensor<8xf32>
+    %pm, %ps = loom.softmax_stats %x partial : tensor<8x256xbf16> -> tensor<8xf32>, tensor<8xf32>
     ```
   }];
-  let arguments = (ins Loom_FloatTensor:$input);
+  let arguments = (ins Loom_FloatTensor:$input, UnitAttr:$partial);
   let results = (outs TensorOf<[F32]>:$max, TensorOf<[F32]>:$sum);
   let assemblyFormat = [{
-    $input attr-dict `:` type($input) `->` type($max) `,` type($sum)
+    $input (`partial` $partial^)? attr-dict `:` type($input) `->` type($max) `,` type($sum)
   }];
   let hasVerifier = 1;
 }

@@ -2,9 +2,9 @@
 //
 // Part of the Loom project.
 //
-// A cross-entropy's logsumexp reads its logits twice, for the row maximum
-// and for the sum of exp(x - max); the logits are the largest tensor of a
-// language model's step. loom.softmax_stats computes both in one read.
+// A logsumexp written out reads its rows twice, for the row maximum and
+// for the sum of exp(x - max). loom.softmax_stats computes both in one read
+// (the partitioner's cross-entropy makes the op itself).
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loom/Transforms/Passes.h"
@@ -49,7 +49,7 @@ struct FuseSoftmaxStatsPass
 
   /// max(x) -> reshape [..., 1] -> sub(x, ·) -> exp -> sum over the last
   /// dimension, all in one block, the chain after the reshape used by
-  /// nothing else; the maximum may have other users (the logsumexp's add).
+  /// nothing else; the maximum may have other users (a logsumexp's add).
   void fuse(MaxOp max) {
     Value x = max.getInput();
     if (!reducesLastDim(max) || !isF32Tensor(x) || !isF32Tensor(max))

@@ -664,10 +664,12 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
 LogicalResult Partitioner::splitCrossEntropy(CrossEntropyOp op,
                                              const Axes &vocab,
                                              const Axes &batch) {
-  // logsumexp over the local vocabulary piece, finished by all_reduce(max)
-  // and all_reduce(sum) over the vocabulary axes; the target logit by a
-  // masked lookup summed over them; the mean by a local sum scaled by the
-  // global token count, partial over the batch axes.
+  // logsumexp over the local vocabulary piece in one read of the logits
+  // (loom.softmax_stats: the piece's max m and sum s of exp(x - m)),
+  // finished by M = all_reduce(max) of m and all_reduce(sum) of
+  // s * exp(m - M) over the vocabulary axes; the target logit by a masked
+  // lookup summed over them; the mean by a local sum scaled by the global
+  // token count, partial over the batch axes.
   OpBuilder builder(op);
   Location loc = op.getLoc();
   Type f32 = builder.getF32Type();
@@ -689,19 +691,19 @@ LogicalResult Partitioner::splitCrossEntropy(CrossEntropyOp op,
     auto reduceOver = [&](Value value, ReductionKind kind, StringRef what) {
       return finishSplit(builder, value, logits, whole, vocab, kind, op, what);
     };
-    SmallVector<int64_t> last = {rank - 1};
-    Value max = MaxOp::create(builder, loc, tokensType, x,
-                              builder.getDenseI64ArrayAttr(last), false);
-    max = reduceOver(max, ReductionKind::Max, "the max logit per token");
-    SmallVector<int64_t> keptShape(tokensType.getShape());
-    keptShape.push_back(1);
-    Value maxKept = ReshapeOp::create(
-        builder, loc, RankedTensorType::get(keptShape, f32), max);
-    Value shifted = SubOp::create(builder, loc, x.getType(), x, maxKept);
-    Value exps = ExpOp::create(builder, loc, x.getType(), shifted);
-    Value sum = SumOp::create(builder, loc, tokensType, exps,
-                              builder.getDenseI64ArrayAttr(last), false);
-    sum = reduceOver(sum, ReductionKind::Sum, "the sum of exp per token");
+    // The op widens the logits itself; a piece of only -inf sums to 0, so
+    // that the rescaled sums below give NaN only where every piece is -inf
+    // (as exp(-inf - -inf) does over the whole row).
+    auto stats = SoftmaxStatsOp::create(builder, loc, tokensType, tokensType,
+                                        logits, /*partial=*/true);
+    Value max = reduceOver(stats.getMax(), ReductionKind::Max,
+                           "the max logit per token");
+    Value shift = SubOp::create(builder, loc, tokensType, stats.getMax(), max);
+    Value rescale = ExpOp::create(builder, loc, tokensType, shift);
+    Value rescaled =
+        MulOp::create(builder, loc, tokensType, stats.getSum(), rescale);
+    Value sum =
+        reduceOver(rescaled, ReductionKind::Sum, "the sum of exp per token");
     Value picked = PickOp::create(builder, loc, tokensType, x, targets, meshRef,
                                   axesAttr(vocab));
     picked = reduceOver(picked, ReductionKind::Sum, "the target logit");

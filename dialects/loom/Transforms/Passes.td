@@ -188,16 +188,16 @@ def LoomContractionOrder : Pass<"loom-contraction-order", "mlir::func::FuncOp"> 
 def LoomFuseSoftmaxStats : Pass<"loom-fuse-softmax-stats", "mlir::func::FuncOp"> {
   let summary = "Read a row once for its maximum and its sum of exp(x - max)";
   let description = [{
-    Part of the plan every backend shares. A cross-entropy's logsumexp, as
-    the partitioner writes it, reads the logits twice: once for the row
-    maximum `m = max(x)` and once for `sum(exp(x - m))`. Where both reduce
-    the last dimension of the same f32 value in one block, and the shifted
-    and exponentiated values serve only that sum, they become one
-    `loom.softmax_stats`, which backends compute in one pass (an online
-    maximum that rescales the sum as it grows). A widening cast of x to f32
-    is looked through: the op reads the bf16 or f16 values and widens them
-    itself. A maximum that a collective finishes first (a vocabulary split
-    over ranks) is left as it is.
+    Part of the plan every backend shares. A logsumexp written out in a
+    model reads its rows twice: once for the row maximum `m = max(x)` and
+    once for `sum(exp(x - m))`. Where both reduce the last dimension of the
+    same f32 value in one block, and the shifted and exponentiated values
+    serve only that sum, they become one `loom.softmax_stats`, which
+    backends compute in one pass (an online maximum that rescales the sum
+    as it grows). A widening cast of x to f32 is looked through: the op
+    reads the bf16 or f16 values and widens them itself. A maximum that a
+    collective finishes first is left as it is. (The partitioner's
+    cross-entropy makes `loom.softmax_stats` itself.)
 
     ```mlir
     %m = loom.max %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>

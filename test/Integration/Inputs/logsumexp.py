@@ -1,9 +1,14 @@
-"""logsumexp.py inputs OUT | compare GOT REF
+"""logsumexp.py inputs OUT | compare GOT REF | split-inputs OUT_FINITE OUT_NAN | loss GOT REF
 
 Inputs for logsumexp.loom whose rows hold the special cases of an online
 maximum and sum of exp(x - max), and the comparison of a run's outputs with
 the interpreter's: NaN where it has NaN, infinities equal, finite values
-within 2e-6 relative."""
+within 2e-6 relative.
+
+split-inputs writes logits and targets for ce-split.loom (8 classes split
+over 2 ranks): in the first file, some rows have one rank's half all -inf
+(that half must add nothing); in the second, a row is -inf everywhere (the
+loss is NaN). `loss` compares the loss with the interpreter's likewise."""
 import sys
 
 import numpy as np
@@ -40,7 +45,31 @@ def compare(got_path, ref_path):
     return 1 if bad else 0
 
 
+def split_inputs(finite_path, nan_path):
+    logits = np.random.default_rng(3).normal(0, 2, (4, 8)).astype(np.float32)
+    logits[0, :4] = -np.inf  # rank 0's half of row 0
+    logits[1, 4:] = -np.inf  # rank 1's half of row 1
+    logits[2, 1:] = -np.inf  # all but one logit
+    targets = np.array([5, 2, 0, 7], np.int32)
+    save_file({"logits": logits, "t": targets}, finite_path)
+    logits[3] = -np.inf
+    save_file({"logits": logits, "t": targets}, nan_path)
+
+
+def loss(got_path, ref_path):
+    a = float(load_file(got_path)["output_0"])
+    b = float(load_file(ref_path)["output_0"])
+    same = (np.isnan(a) and np.isnan(b)) or (np.isfinite(b) and abs(a - b) <= 2e-6 * abs(b))
+    print(f"loss {a!r} {'as' if same else 'differs from'} the interpreter's {b!r}")
+    return 0 if same else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "split-inputs":
+        split_inputs(sys.argv[2], sys.argv[3])
+        sys.exit(0)
+    if len(sys.argv) == 4 and sys.argv[1] == "loss":
+        sys.exit(loss(sys.argv[2], sys.argv[3]))
     if len(sys.argv) == 3 and sys.argv[1] == "inputs":
         inputs(sys.argv[2])
         sys.exit(0)

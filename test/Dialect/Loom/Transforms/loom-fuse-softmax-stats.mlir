@@ -1,9 +1,8 @@
 // RUN: loom-opt %s --split-input-file --verify-diagnostics --loom-fuse-softmax-stats | FileCheck %s
 
-// A cross-entropy's logsumexp as the partitioner writes it: the max and the
-// sum of exp over bf16 logits widened to f32 become one op that reads the
-// bf16 logits; the max's other user (the add) takes the op's max; the cast
-// stays for the pick.
+// A cross-entropy written out over bf16 logits widened to f32: the max and
+// the sum of exp become one op that reads the bf16 logits; the max's other
+// user (the add) takes the op's max; the cast stays for the pick.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK:       %[[C:.*]] = loom.cast %arg0
 // CHECK-NEXT:  %[[M:.*]], %[[S:.*]] = loom.softmax_stats %arg0 : tensor<4x8xbf16> -> tensor<4xf32>, tensor<4xf32>
