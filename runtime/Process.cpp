@@ -227,16 +227,17 @@ public:
   Collective(loomrt_ctx *rt, const char *op, const int *axes, int numAxes,
              const char *site, int dtype, int64_t count)
       : rt(rt) {
-    // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS" holds one
-    // rank back before its first collective.
-    if (rt->sequence == 0)
-      if (const char *stall = getenv("LOOMRT_TEST_STALL")) {
-        int stallRank = -1;
-        double seconds = 0;
-        if (sscanf(stall, "%d:%lf", &stallRank, &seconds) == 2 &&
-            stallRank == rt->worldRank)
-          usleep(useconds_t(seconds * 1e6));
-      }
+    // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS[:N]" holds
+    // one rank back before its collective #N (default 0, the first; a later
+    // one meets communicators that already exist).
+    if (const char *stall = getenv("LOOMRT_TEST_STALL")) {
+      int stallRank = -1;
+      double seconds = 0;
+      long at = 0;
+      if (sscanf(stall, "%d:%lf:%ld", &stallRank, &seconds, &at) >= 2 &&
+          stallRank == rt->worldRank && rt->sequence == uint64_t(at))
+        usleep(useconds_t(seconds * 1e6));
+    }
     std::string kind = std::string(op) + " over " + axesText(rt, axes, numAxes);
     what = format("collective #%llu %s (%s)",
                   (unsigned long long)rt->sequence++, kind.c_str(), site);

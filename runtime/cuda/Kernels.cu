@@ -820,6 +820,19 @@ __device__ SoftmaxStats blockStats(SoftmaxStats stats, float *sharedMax,
   return block;
 }
 
+/// This thread's share of the row of n elements at `start`: every
+/// blockDim.x-th element, loaded one at a time.
+__device__ SoftmaxStats threadRowStats(int dtype, const void *base,
+                                       int64_t start, int64_t n) {
+  SoftmaxStats stats = emptyStats();
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    float x = load(dtype, base, start + j);
+    raiseMax(stats, x);
+    addShifted(stats, x);
+  }
+  return stats;
+}
+
 /// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): a block
 /// per row, each thread's elements online (whole 16-byte packs at a time
 /// with `packs`), then the threads' statistics merged in a tree.
@@ -843,11 +856,7 @@ __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
           addShifted(stats, v[i]);
       }
     } else {
-      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-        float x = load(Dtype, in, r * n + j);
-        raiseMax(stats, x);
-        addShifted(stats, x);
-      }
+      stats = threadRowStats(Dtype, in, r * n, n);
     }
     stats = blockStats(stats, sharedMax, sharedSum);
     if (threadIdx.x == 0) {
@@ -867,13 +876,8 @@ __global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
   __shared__ float sharedMax[256], sharedSum[256];
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
     int64_t target = loadInt(targetsDtype, targets, r);
-    SoftmaxStats stats = emptyStats();
-    for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) {
-      float x = load(dtype, logits, r * vocab + j);
-      raiseMax(stats, x);
-      addShifted(stats, x);
-    }
-    stats = blockStats(stats, sharedMax, sharedSum);
+    SoftmaxStats stats = blockStats(
+        threadRowStats(dtype, logits, r * vocab, vocab), sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       if (target < 0 || target >= vocab) {
         atomicMin(bad, (unsigned long long)(r + 1));
