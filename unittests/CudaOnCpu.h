@@ -338,15 +338,19 @@ inline void launch(Dim3 grid, int threads, size_t shared,
   runNow(grid, Dim3{unsigned(threads), 1, 1}, shared, kernel);
 }
 
-inline void checkAligned16(const void *p) {
-  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
+/// A `bytes`-byte access must be `bytes`-aligned on a GPU: a misaligned one
+/// ends the kernel there, and would pass unnoticed on the host.
+inline void checkAligned(const void *p, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes != 0) {
     fprintf(stderr,
-            "cuda_on_cpu: thread %u of block (%u, %u): a 16-byte access at "
-            "%p, which is not 16-byte aligned\n",
-            threadIdx.x, blockIdx.x, blockIdx.y, p);
+            "cuda_on_cpu: thread %u of block (%u, %u): a %zu-byte access at "
+            "%p, which is not %zu-byte aligned\n",
+            threadIdx.x, blockIdx.x, blockIdx.y, bytes, p, bytes);
     abort();
   }
 }
+
+inline void checkAligned16(const void *p) { checkAligned(p, 16); }
 
 inline void syncthreads() { barrier(0); }
 
@@ -371,6 +375,9 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 // runtime/cuda/Packs.cuh's 16-byte accesses must be aligned, as on a GPU.
 #define LOOMRT_CHECK_ALIGNED16(pointer) cuda_on_cpu::checkAligned16(pointer)
+// So must the generated kernels' packs (lib/Target/EmitProgram.cpp).
+#define LOOMRT_CHECK_ALIGNED(pointer, bytes)                                   \
+  cuda_on_cpu::checkAligned(pointer, bytes)
 
 #define LOOMRT_DYNAMIC_SHARED(name)                                            \
   unsigned char *name = cuda_on_cpu::dynamicShared()
@@ -382,6 +389,9 @@ inline float __shfl_xor_sync(unsigned, float value, int offset) {
 
 struct uint4 {
   unsigned x, y, z, w;
+};
+struct uint2 {
+  unsigned x, y;
 };
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return uint4{x, y, z, w};

@@ -58,6 +58,13 @@ const char *storageType(Type element) {
 
 bool isFloat(Type element) { return isa<FloatType>(element); }
 
+/// Bytes of one element of `storageType(element)`.
+int64_t storageBytes(Type element) {
+  if (element.isBF16() || element.isF16())
+    return 2;
+  return element.isF32() || element.isInteger(32) ? 4 : 8;
+}
+
 int64_t bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   return tensor.getNumElements() *
@@ -100,6 +107,15 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape, int rank) {
   return perDim;
 }
 
+/// Whether an element-wise input with these per-dimension strides (0 where
+/// it broadcasts) moves with the output's last dimension, element for
+/// element: in a flat loop, every input but a scalar.
+bool isStreamed(ArrayRef<int64_t> perDim, bool flat) {
+  if (flat)
+    return llvm::any_of(perDim, [](int64_t s) { return s != 0; });
+  return !perDim.empty() && perDim.back() == 1;
+}
+
 class ProgramEmitter {
 public:
   ProgramEmitter(ModuleOp module, func::FuncOp model, MeshOp mesh,
@@ -124,6 +140,8 @@ private:
   int indent = 1;
   unsigned nextId = 0;
   llvm::DenseMap<Operation *, std::string> loopVariables;
+  /// Whether a kernel moves packs (the file then defines their helpers).
+  bool usesPacks = false;
   llvm::StringMap<std::string> axisTables;
   /// The kernels of --report, in its order: each one's code is bracketed by
   /// loomrt_kernel_begin/end, which time it under --profile.
@@ -210,6 +228,38 @@ private:
     return "(arena + " + std::to_string(offset) + ")";
   }
 
+  /// The largest power of two, up to the arena's 64-byte alignment
+  /// (loom-plan-memory's), that `pointer(value)` is a multiple of.
+  int64_t knownAlignment(Value value) {
+    auto alignmentOf = [](int64_t bytes) -> int64_t {
+      if (bytes < 0)
+        return 1; // not planned: assume nothing
+      return bytes == 0 ? 64 : std::min<int64_t>(bytes & -bytes, 64);
+    };
+    if (auto argument = dyn_cast<BlockArgument>(value)) {
+      Operation *parent = argument.getOwner()->getParentOp();
+      if (auto func = dyn_cast<func::FuncOp>(parent)) {
+        auto offset = func.getArgAttrOfType<IntegerAttr>(
+            argument.getArgNumber(), LoomDialect::kOffsetAttrName);
+        return alignmentOf(offset ? offset.getInt() : -1);
+      }
+      auto repeat = cast<RepeatOp>(parent);
+      unsigned index = argument.getArgNumber();
+      if (index < repeat.getCarried().size())
+        return knownAlignment(repeat.getResult(index));
+      Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
+      return std::min(knownAlignment(stacked),
+                      alignmentOf(bytesOf(argument.getType())));
+    }
+    Operation *op = value.getDefiningOp();
+    if (isView(op))
+      return knownAlignment(op->getOperand(0));
+    auto offsets =
+        op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
+    return alignmentOf(
+        offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1);
+  }
+
   std::string typed(Value value, bool isConst) {
     return std::string("((") + (isConst ? "const " : "") +
            storageType(tensorType(value).getElementType()) + " *)" +
@@ -232,6 +282,17 @@ private:
   LogicalResult emitConstant(ConstantOp op);
   LogicalResult emitElementwise(Operation *op, ValueRange inputs,
                                 Block *fusedBody);
+  /// Elements per thread of an element-wise kernel moving its streamed
+  /// operands (those not broadcast along the last dimension) in aligned
+  /// packs of up to 16 bytes, or 0 when their shapes or alignment forbid.
+  int64_t packWidth(ValueRange inputs, Value result,
+                    ArrayRef<SmallVector<int64_t>> strides, bool flat);
+  /// The body of such a kernel (its parameters are open already).
+  void emitPackedLoop(ValueRange inputs, Value result, Block *fusedBody,
+                      ArrayRef<std::string> inNames,
+                      ArrayRef<std::string> inIndex, StringRef outIndex,
+                      ArrayRef<SmallVector<int64_t>> strides, bool flat,
+                      int64_t width, StringRef index);
   LogicalResult emitFusedReduction(Operation *op, ValueRange inputs,
                                    Block *fusedBody, Operation *reduction);
   /// Opens a CUDA kernel over `inputs` and `result` in the file-scope text;
@@ -616,6 +677,92 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   return success();
 }
 
+int64_t ProgramEmitter::packWidth(ValueRange inputs, Value result,
+                                  ArrayRef<SmallVector<int64_t>> strides,
+                                  bool flat) {
+  ArrayRef<int64_t> shape = tensorType(result).getShape();
+  if (shape.empty())
+    return 0;
+  // The widest streamed element sets the width: 16 bytes of it per pack.
+  int64_t widest = storageBytes(tensorType(result).getElementType());
+  for (auto [input, perDim] : llvm::zip(inputs, strides))
+    if (isStreamed(perDim, flat))
+      widest =
+          std::max(widest, storageBytes(tensorType(input).getElementType()));
+  int64_t width = 16 / widest;
+  // Every pack starts at a multiple of `width` elements in each streamed
+  // operand: whole packs per row (a streamed input's rows are the output's
+  // rows, or it is flat), and each base aligned to a whole pack.
+  int64_t run = flat ? computeProduct(shape) : shape.back();
+  if (width < 2 || run % width != 0)
+    return 0;
+  auto aligned = [&](Value value) {
+    return knownAlignment(value) %
+               (width * storageBytes(tensorType(value).getElementType())) ==
+           0;
+  };
+  if (!aligned(result))
+    return 0;
+  for (auto [input, perDim] : llvm::zip(inputs, strides))
+    if (isStreamed(perDim, flat) && !aligned(input))
+      return 0;
+  return width;
+}
+
+void ProgramEmitter::emitPackedLoop(ValueRange inputs, Value result,
+                                    Block *fusedBody,
+                                    ArrayRef<std::string> inNames,
+                                    ArrayRef<std::string> inIndex,
+                                    StringRef outIndex,
+                                    ArrayRef<SmallVector<int64_t>> strides,
+                                    bool flat, int64_t width, StringRef index) {
+  ArrayRef<int64_t> shape = tensorType(result).getShape();
+  int64_t count = computeProduct(shape);
+  std::string w = std::to_string(width);
+  auto packType = [&](Value value) {
+    return "loom_pack<" +
+           std::string(storageType(tensorType(value).getElementType())) + ", " +
+           w + ">";
+  };
+  globalsOs << "  // " << w
+            << " elements per thread, each operand's in one access.\n"
+            << "  for (" << index << " p = blockIdx.x * (" << index
+            << ")blockDim.x + threadIdx.x; p < " << count / width << "; p += ("
+            << index << ")gridDim.x * blockDim.x) {\n"
+            << "    " << index << " i = p * " << w << ";\n";
+  if (!flat) {
+    globalsOs << "    " << index << " rest = i;\n";
+    emitUnravel(globalsOs, "    ", index, "rest", shape,
+                [](int) { return true; });
+    globalsOs << "    (void)rest;\n";
+  }
+  // Streamed inputs arrive as packs read element by element below; an
+  // input broadcast along the last dimension is one element per pack.
+  SmallVector<std::string> names(inNames), at(inIndex);
+  for (auto [i, perDim] : llvm::enumerate(strides)) {
+    if (!isStreamed(perDim, flat))
+      continue;
+    std::string pack = fresh("pack");
+    globalsOs << "    " << packType(inputs[i]) << " " << pack
+              << " = loom_load_pack<" << w << ">(" << inNames[i] << " + "
+              << inIndex[i] << ");\n";
+    names[i] = pack + ".v";
+    at[i] = "j";
+  }
+  globalsOs << "    " << packType(result) << " packed;\n"
+            << "#pragma unroll\n"
+            << "    for (int j = 0; j < " << w << "; ++j) {\n";
+  std::string value =
+      emitElementStatements(globalsOs, 3, result.getDefiningOp(), inputs,
+                            fusedBody, names, at, nullptr, nextId);
+  globalsOs << "      packed.v[j] = "
+            << storedValue(tensorType(result).getElementType(), value)
+            << ";\n    }\n"
+            << "    loom_store_pack<" << w << ">(out + " << outIndex
+            << ", packed);\n  }\n}\n\n";
+  usesPacks = true;
+}
+
 LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
                                               Block *fusedBody) {
   Value result = op->getResult(0);
@@ -677,6 +824,15 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     std::string kernel = beginKernel(inputs, result, where, inNames);
     // 32-bit index arithmetic when it fits: 64-bit division is slow on GPUs.
     const char *index = count < (int64_t(1) << 31) ? "int32_t" : "int64_t";
+    if (int64_t width = packWidth(inputs, result, strides, flat)) {
+      emitPackedLoop(inputs, result, fusedBody, inNames, inIndex, outIndex,
+                     strides, flat, width, index);
+      launchKernel(kernel,
+                   std::max<int64_t>(
+                       1, std::min<int64_t>((count / width + 255) / 256, 8192)),
+                   inputs, result, where);
+      return success();
+    }
     globalsOs << "  for (" << index << " i = blockIdx.x * (" << index
               << ")blockDim.x + threadIdx.x; i < " << count << "; i += ("
               << index << ")gridDim.x * blockDim.x) {\n";
@@ -1448,6 +1604,33 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
      << fn << " float loom_gelu_tanh(float x) {\n"
      << "  float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);\n"
      << "  return x / (1.0f + expf(-2.0f * u));\n}\n\n";
+  if (usesPacks)
+    os << "// Element-wise kernels move packs of elements in one access "
+          "(16 bytes or\n// fewer), which a GPU requires to be aligned to "
+          "its size.\n"
+       << "#ifndef LOOMRT_CHECK_ALIGNED\n"
+       << "#define LOOMRT_CHECK_ALIGNED(pointer, bytes)\n#endif\n"
+       << "template <typename T, int W> struct alignas(sizeof(T) * W) "
+          "loom_pack { T v[W]; };\n"
+       << "template <int Bytes> struct loom_word;\n"
+       << "template <> struct loom_word<16> { typedef uint4 type; };\n"
+       << "template <> struct loom_word<8> { typedef uint2 type; };\n"
+       << "template <> struct loom_word<4> { typedef uint32_t type; };\n"
+       << "template <int W, typename T>\n"
+       << fn << " loom_pack<T, W> loom_load_pack(const T *p) {\n"
+       << "  typedef typename loom_word<sizeof(T) * W>::type Word;\n"
+       << "  LOOMRT_CHECK_ALIGNED(p, sizeof(Word));\n"
+       << "  Word word = *(const Word *)p;\n"
+       << "  loom_pack<T, W> pack;\n"
+       << "  memcpy(&pack, &word, sizeof word);\n"
+       << "  return pack;\n}\n"
+       << "template <int W, typename T>\n"
+       << fn << " void loom_store_pack(T *p, const loom_pack<T, W> &pack) {\n"
+       << "  typedef typename loom_word<sizeof(T) * W>::type Word;\n"
+       << "  LOOMRT_CHECK_ALIGNED(p, sizeof(Word));\n"
+       << "  Word word;\n"
+       << "  memcpy(&word, &pack, sizeof word);\n"
+       << "  *(Word *)p = word;\n}\n\n";
   os << globals << "\n";
   emitTables(os);
   os << "static void step(loomrt_ctx *rt, char *arena) {\n"
