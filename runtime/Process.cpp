@@ -995,12 +995,31 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   bool graphs =
       options.graph && !options.loopback && !options.profile && device.runStep;
   long eagerSteps = 0;
+  uint64_t capturedFirst = 0, capturedEnd = 0; // the captured collectives
   auto step = [&] {
+    uint64_t first = rt->sequence;
+    bool graphStep = false;
     if (device.runStep)
-      device.runStep(rt, model, deviceArena, graphs && eagerSteps > 0);
+      graphStep =
+          device.runStep(rt, model, deviceArena, graphs && eagerSteps > 0);
     else
       runModelStep(rt, model, deviceArena);
     ++eagerSteps;
+    if (graphStep) {
+      bool capturing = rt->sequence != first;
+      if (capturing) {
+        capturedFirst = first;
+        capturedEnd = rt->sequence;
+      }
+      if (capturedEnd > capturedFirst)
+        transport->watchStep(
+            rt, format("step %ld, %s as a CUDA graph (collectives #%llu to "
+                       "#%llu%s)",
+                       eagerSteps, capturing ? "captured" : "replayed",
+                       (unsigned long long)capturedFirst,
+                       (unsigned long long)(capturedEnd - 1),
+                       capturing ? "" : " as captured"));
+    }
     device.synchronize();
     if (device.afterStep)
       device.afterStep(rt);

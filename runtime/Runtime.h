@@ -80,8 +80,9 @@ struct DeviceOps {
   /// The loopback mode's operations on this backend's memory.
   const LoopbackOps *loopback;
   /// Runs the step, or replays it (a CUDA graph captured on the first call
-  /// with `capture` set); null where steps are plain calls.
-  void (*runStep)(loomrt_ctx *rt, const loomrt_model *model, char *arena,
+  /// with `capture` set); null where steps are plain calls. Returns whether
+  /// the step's work went to the device as a CUDA graph.
+  bool (*runStep)(loomrt_ctx *rt, const loomrt_model *model, char *arena,
                   bool capture);
   /// Called by each rank after its last step, before the transport
   /// finishes: releases what the steps hold (a captured graph, whose NCCL
@@ -247,6 +248,12 @@ public:
   /// is synchronised (inside a CUDA graph capture too): issues what the
   /// transport held back.
   virtual void endStep(loomrt_ctx *rt) {}
+
+  /// Called after a step's work was enqueued as a CUDA graph (captured this
+  /// step, or replayed): its collectives were not watched one by one, so
+  /// a transport whose collectives can hang watches the whole step as
+  /// `what`.
+  virtual void watchStep(loomrt_ctx *rt, const std::string &what) {}
 
   /// Called by each rank after its last collective of the run.
   virtual void finish(loomrt_ctx *rt) {}

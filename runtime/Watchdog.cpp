@@ -45,26 +45,33 @@ void Watchdog::run() {
   std::unique_lock<std::mutex> lock(mutex);
   while (!stopping && !failed) {
     changed.wait_for(lock, std::chrono::duration<double>(period));
-    // The transport's own errors come first: they say why work stopped.
+    // Finished work first, so that an error names the oldest work still
+    // outstanding, if any.
+    while (!entries.empty()) {
+      std::function<bool()> done = entries.front().done;
+      lock.unlock();
+      bool finished = done();
+      lock.lock();
+      if (!finished)
+        break;
+      entries.pop_front();
+    }
+    // The transport's own errors come before timeouts: they say why work
+    // stopped.
     lock.unlock();
     std::string error = health ? health() : std::string();
     lock.lock();
     if (!error.empty()) {
       failed = true;
+      if (!entries.empty())
+        error = entries.front().what + ": " + error;
       lock.unlock();
       fail(error);
       lock.lock();
       break;
     }
-    while (!entries.empty() && !failed) {
+    if (!entries.empty()) {
       Entry &front = entries.front();
-      lock.unlock();
-      bool done = front.done();
-      lock.lock();
-      if (done) {
-        entries.pop_front();
-        continue;
-      }
       double waited = seconds() - front.since;
       if (waited > timeout) {
         failed = true;
@@ -77,7 +84,6 @@ void Watchdog::run() {
         fail(message);
         lock.lock();
       }
-      break;
     }
   }
 }

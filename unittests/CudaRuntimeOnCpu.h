@@ -257,9 +257,14 @@ inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
   *exec = new EmulatedGraph(*graph);
   return cudaSuccess;
 }
+/// The graph runs after the host has moved on, as on a GPU: a graph holding
+/// NCCL's work may wait for other processes, and the host must be free to
+/// watch it (runtime/cuda/Nccl.cpp's watchdog).
 inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  for (const std::function<void()> &work : exec->work)
-    cuda_on_cpu::enqueue(stream, work);
+  cuda_on_cpu::enqueueDeferred(stream, [exec] {
+    for (const std::function<void()> &work : exec->work)
+      work();
+  });
   return cudaSuccess;
 }
 inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {

@@ -21,7 +21,9 @@
 //   addition, as NCCL's rings and trees do (the transport widens groups of
 //   more than two ranks to f32 because of that);
 // - ncclCommAbort ends operations in flight, and a non-blocking
-//   communicator reports an error through ncclCommGetAsyncError.
+//   communicator reports an error through ncclCommGetAsyncError;
+// - faults on request (LOOM_NCCL_ON_CPU_FAULT), to test the transport's
+//   error paths.
 //
 // Every rank reduces in rank order, so all ranks get the same bits; real
 // NCCL adds in its own order. Bandwidth, NVLink and kernels are not
@@ -40,6 +42,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -263,6 +266,66 @@ inline ncclResult_t checkComm(Comm *comm) {
   return ncclSuccess;
 }
 
+/// LOOM_NCCL_ON_CPU_FAULT=RANK:N[:MODE] fails the N-th collective call
+/// (0-based) of world rank RANK, so that the transport's error paths run.
+/// By default, as a network fault does, after the call returned: the
+/// communicator reports ncclSystemError through ncclCommGetAsyncError and
+/// the operation never ends, until ncclCommAbort. MODE `call`: the call
+/// itself returns ncclSystemError. MODE `hang`: the operation never ends
+/// and nothing reports an error (a peer that stopped answering).
+struct Fault {
+  enum Mode { Async, Call, Hang };
+  int rank = -1;
+  long at = -1;
+  Mode mode = Async;
+};
+inline const Fault &fault() {
+  static const Fault parsed = [] {
+    Fault f;
+    const char *text = getenv("LOOM_NCCL_ON_CPU_FAULT");
+    if (!text || !*text)
+      return f;
+    char mode[16] = "";
+    int fields = sscanf(text, "%d:%ld:%15s", &f.rank, &f.at, mode);
+    bool known =
+        fields == 2 || strcmp(mode, "call") == 0 || strcmp(mode, "hang") == 0;
+    if (fields < 2 || f.rank < 0 || f.at < 0 || !known) {
+      fprintf(stderr,
+              "nccl_on_cpu: LOOM_NCCL_ON_CPU_FAULT=%s is not "
+              "RANK:N[:call|:hang]\n",
+              text);
+      exit(2);
+    }
+    if (fields == 3)
+      f.mode = mode[0] == 'c' ? Fault::Call : Fault::Hang;
+    return f;
+  }();
+  return parsed;
+}
+
+/// Whether this collective call is the injected fault; if so, `status` is
+/// what the call returns.
+inline bool injectFault(Comm *comm, cudaStream_t stream, ncclResult_t &status) {
+  static std::atomic<long> calls{0};
+  const Fault &f = fault();
+  if (f.at < 0 || worldRank() != f.rank || calls++ != f.at)
+    return false;
+  comm->lastError = "a fault injected by LOOM_NCCL_ON_CPU_FAULT";
+  if (f.mode == Fault::Call) {
+    status = ncclSystemError;
+    return true;
+  }
+  bool reports = f.mode == Fault::Async;
+  cuda_on_cpu::enqueueDeferred(stream, [comm, reports] {
+    if (reports)
+      comm->error = ncclSystemError;
+    while (!aborting())
+      usleep(1000);
+  });
+  status = ncclSuccess;
+  return true;
+}
+
 /// `count` elements from every rank, reduced in rank order into `out`.
 inline void reduceInRankOrder(ncclDataType_t type, ncclRedOp_t op,
                               const std::vector<std::vector<char>> &pieces,
@@ -435,6 +498,8 @@ inline ncclResult_t reduceEverywhere(bool scatter, const void *in, void *out,
                                      cudaStream_t stream) {
   if (ncclResult_t status = checkComm(comm))
     return status;
+  if (ncclResult_t status; injectFault(comm, stream, status))
+    return status;
   cuda_on_cpu::enqueueDeferred(stream, [=] {
     size_t bytes = count * typeBytes(type);
     auto piece = [&](int p) {
@@ -477,6 +542,8 @@ inline ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
                                   cudaStream_t stream) {
   if (ncclResult_t status = nccl_on_cpu::checkComm(comm))
     return status;
+  if (ncclResult_t status; nccl_on_cpu::injectFault(comm, stream, status))
+    return status;
   cuda_on_cpu::enqueueDeferred(stream, [=] {
     size_t bytes = count * nccl_on_cpu::typeBytes(type);
     std::vector<char> mine(static_cast<const char *>(in),
@@ -501,6 +568,8 @@ inline ncclResult_t ncclBroadcast(const void *in, void *out, size_t count,
     return status;
   if (root < 0 || root >= comm->size)
     return ncclInvalidArgument;
+  if (ncclResult_t status; nccl_on_cpu::injectFault(comm, stream, status))
+    return status;
   cuda_on_cpu::enqueueDeferred(stream, [=] {
     size_t bytes = count * nccl_on_cpu::typeBytes(type);
     nccl_on_cpu::Exchange exchange{comm, {}};

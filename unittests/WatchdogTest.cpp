@@ -91,6 +91,24 @@ TEST(Watchdog, TransportErrorsEndTheWatch) {
   EXPECT_TRUE(failures.seen().empty());
   broken = true;
   ASSERT_TRUE(waitFor([&] { return !failures.seen().empty(); }));
+  // The error names the oldest work still outstanding.
+  EXPECT_EQ(failures.seen()[0], "collective #0: NCCL: remote process exited");
+}
+
+TEST(Watchdog, TransportErrorsWithNothingOutstandingStandAlone) {
+  Failures failures;
+  std::atomic<bool> broken(false);
+  Watchdog dog(
+      10.0,
+      [&] {
+        return broken ? std::string("NCCL: remote process exited")
+                      : std::string();
+      },
+      [&](const std::string &m) { failures.add(m); });
+  dog.watch("collective #0", [] { return true; });
+  EXPECT_TRUE(waitFor([&] { return dog.outstanding() == 0; }));
+  broken = true;
+  ASSERT_TRUE(waitFor([&] { return !failures.seen().empty(); }));
   EXPECT_EQ(failures.seen()[0], "NCCL: remote process exited");
 }
 

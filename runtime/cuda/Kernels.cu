@@ -1113,9 +1113,9 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
   fusedAttentionKernel<Dtype><<<grid, 128, kAttentionSharedBytes, d.stream>>>(
-      static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
-      static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner, s,
-      t, int(e), int(f), at, causal, float(scale), packs);
+          static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
+          static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
+          s, t, int(e), int(f), at, causal, float(scale), packs);
   check(cudaGetLastError(), "fused attention");
   return true;
 }
@@ -1472,18 +1472,18 @@ void endSteps() {
   graph.exec = nullptr;
 }
 
-void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
+bool runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
              bool useGraph) {
   StepGraph &graph = stepGraph();
   Device &d = device();
   if (useGraph && graph.exec) {
     check(cudaGraphLaunch(graph.exec, d.stream), "replaying the step");
-    return;
+    return true;
   }
   stepChecks().pending.clear();
   if (!useGraph || graph.failed) {
     runModelStep(rt, model, arena);
-    return;
+    return false;
   }
   // Capture: the step's host code runs once, its kernels, GEMMs and
   // collectives become the graph. Nothing in a step waits on the host (the
@@ -1515,9 +1515,10 @@ void runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
     graph.exec = nullptr;
     stepChecks().pending.clear();
     runModelStep(rt, model, arena);
-    return;
+    return false;
   }
   check(cudaGraphLaunch(graph.exec, d.stream), "running the captured step");
+  return true;
 }
 
 //===----------------------------------------------------------------------===//

@@ -258,6 +258,10 @@ public:
         comm);
   }
 
+  void watchStep(loomrt_ctx *rt, const std::string &what) override {
+    watch(rt, what);
+  }
+
   void endStep(loomrt_ctx *rt) override {
     issueHeldSends(rt);
     sendsThisStep = 0;
