@@ -383,6 +383,9 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
   unsigned char *name = cuda_on_cpu::dynamicShared()
 
 inline void __syncthreads() { cuda_on_cpu::syncthreads(); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  cuda_on_cpu::barrier(1 + int(cuda_on_cpu::threadIdx.x) / 32);
+}
 inline float __shfl_xor_sync(unsigned, float value, int offset) {
   return cuda_on_cpu::shflXor(value, offset);
 }
@@ -477,7 +480,7 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 }
 
 /// Lane 0 stores (every lane holds the same tile); the kernel synchronises
-/// its threads before anyone reads the stored tile.
+/// the warp (or the block) before anyone reads the stored tile.
 inline void store_matrix_sync(float *p,
                               const fragment<accumulator, 16, 16, 16, float> &f,
                               unsigned ld, layout_t layout) {

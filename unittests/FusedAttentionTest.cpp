@@ -108,7 +108,7 @@ int runCase(const Case &c, bool &packs) {
   packs = fusedAttentionPacks(bases, at, c.e, c.f);
   cuda_on_cpu::Dim3 grid{unsigned((c.s + kTile - 1) / kTile),
                          unsigned(c.outer * c.inner), 1};
-  cuda_on_cpu::launch(grid, 128, kAttentionSharedBytes, [&] {
+  cuda_on_cpu::launch(grid, kAttentionThreads, kAttentionSharedBytes, [&] {
     if (c.dtype == LOOMRT_BF16)
       fusedAttentionKernel<LOOMRT_BF16>(
           qData.data(), kData.data(), vData.data(), outData.data(), c.inner,

@@ -62,6 +62,36 @@ template <int Dtype> struct WmmaType;
 template <> struct WmmaType<LOOMRT_BF16> { using type = __nv_bfloat16; };
 template <> struct WmmaType<LOOMRT_F16> { using type = __half; };
 
+constexpr int kAttentionThreads = 128; // per block: four warps of 16 query rows
+constexpr int kPacksPerRow = kHead / 8;
+constexpr int kPacksPerThread = kTile * kPacksPerRow / kAttentionThreads;
+
+/// One thread's share of a tile of full-width rows (128 bytes, 16-byte
+/// aligned), held in registers between its loads from global memory and
+/// its stores to shared memory: the next keys and values load while the
+/// block computes on the current ones.
+struct TilePacks {
+  uint4 pack[kPacksPerThread];
+};
+
+/// This thread's packs of rows first..first+63 of a [rows, kHead] matrix
+/// (`rowStride` elements apart), zero beyond `rows`.
+__device__ void fetchTilePacks(TilePacks &held, const uint16_t *matrix,
+                               int64_t first, int64_t rows, int64_t rowStride) {
+  for (int n = 0; n < kPacksPerThread; ++n) {
+    int i = threadIdx.x + n * kAttentionThreads;
+    int64_t row = first + i / kPacksPerRow;
+    held.pack[n] =
+        row < rows ? load16(matrix + row * rowStride + (i % kPacksPerRow) * 8)
+                   : make_uint4(0, 0, 0, 0);
+  }
+}
+
+__device__ void storeTilePacks(uint16_t *tile, const TilePacks &held) {
+  for (int n = 0; n < kPacksPerThread; ++n)
+    store16(tile + (threadIdx.x + n * kAttentionThreads) * 8, held.pack[n]);
+}
+
 /// Rows first..first+63 of a [rows, width] matrix (`rowStride` elements
 /// apart) into a kTile x kHead tile, zero beyond `rows` and `width`.
 /// Full-width rows (128 bytes) move as eight 16-byte packs when the caller
@@ -70,14 +100,9 @@ __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
                                   int64_t first, int64_t rows, int width,
                                   int64_t rowStride, bool packs) {
   if (packs) {
-    constexpr int kPacks = kHead / 8;
-    for (int i = threadIdx.x; i < kTile * kPacks; i += blockDim.x) {
-      int64_t row = first + i / kPacks;
-      uint4 pack = make_uint4(0, 0, 0, 0);
-      if (row < rows)
-        pack = load16(matrix + row * rowStride + (i % kPacks) * 8);
-      store16(tile + i * 8, pack);
-    }
+    TilePacks held;
+    fetchTilePacks(held, matrix, first, rows, rowStride);
+    storeTilePacks(tile, held);
     return;
   }
   for (int i = threadIdx.x; i < kTile * kHead; i += blockDim.x) {
@@ -128,7 +153,7 @@ __device__ void warpTileProduct(const Element *a, int lda, int steps,
 }
 
 template <int Dtype>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(kAttentionThreads)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
                          const uint16_t *v, uint16_t *out, int64_t inner,
                          int64_t s, int64_t t, int e, int f,
@@ -161,6 +186,8 @@ __global__ void __launch_bounds__(128)
     rowSum[tid] = 0.0f;
   }
   // Each thread owns 4 rows x 8 columns of the output, in f32.
+  static_assert(kAttentionThreads == 128 && kTile == 64 && kHead == 64,
+                "16 groups of 4 rows by 8 groups of 8 columns");
   const int rowGroup = tid / 8, colGroup = tid % 8;
   float acc[4][8];
   for (int i = 0; i < 4; ++i)
@@ -169,18 +196,37 @@ __global__ void __launch_bounds__(128)
 
   int64_t lastKey = causal ? min(t, q0 + kTile) : t;
   const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
+  // With packs, each tile's keys and values are fetched into registers
+  // during the previous tile's work.
+  TilePacks nextKeys, nextValues;
+  if (packs && lastKey > 0) {
+    fetchTilePacks(nextKeys, kb, 0, t, at.row[1]);
+    fetchTilePacks(nextValues, vb, 0, t, at.row[2]);
+  }
   for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
-    __syncthreads(); // the previous step is done with keys, values, scores
-    loadAttentionTile(keys, kb, k0, t, e, at.row[1], packs);
-    loadAttentionTile(values, vb, k0, t, f, at.row[2], packs);
+    __syncthreads(); // every warp is done with the previous keys and values
+    if (packs) {
+      storeTilePacks(keys, nextKeys);
+      storeTilePacks(values, nextValues);
+    } else {
+      loadAttentionTile(keys, kb, k0, t, e, at.row[1], false);
+      loadAttentionTile(values, vb, k0, t, f, at.row[2], false);
+    }
     __syncthreads();
-    // Scores: warp w computes rows 16w..16w+15 of the 64 x 64 tile. K^T
-    // in column-major order is K in row-major order.
+    if (packs && k0 + kTile < lastKey) {
+      fetchTilePacks(nextKeys, kb, k0 + kTile, t, at.row[1]);
+      fetchTilePacks(nextValues, vb, k0 + kTile, t, at.row[2]);
+    }
+    // From here to the next tile, warp w works on rows 16w..16w+15 alone:
+    // their scores, probability terms, statistics and (in its threads'
+    // registers) outputs. So the warp synchronises only itself, and one
+    // warp's softmax overlaps another's products.
+    // Scores: K^T in column-major order is K in row-major order.
     warpTileProduct<Element, nvcuda::wmma::col_major>(
         reinterpret_cast<const Element *>(queries) + warp * 16 * kHead, kHead,
         eSteps, reinterpret_cast<const Element *>(keys), kHead, 16, 16 * kHead,
         4, 1, 0, scores + warp * 16 * kScoreStride);
-    __syncthreads();
+    __syncwarp();
     // Online softmax: warp w updates its 16 rows, two columns per lane.
     for (int r = warp * 16; r < warp * 16 + 16; ++r) {
       int64_t query = q0 + r;
@@ -213,7 +259,7 @@ __global__ void __launch_bounds__(128)
         rowMax[r] = newMax;
       }
     }
-    __syncthreads();
+    __syncwarp();
     // acc = acc * rescale + P V, in f32.
     for (int i = 0; i < 4; ++i) {
       float factor = rowScale[rowGroup * 4 + i];
@@ -221,21 +267,22 @@ __global__ void __launch_bounds__(128)
         acc[i][c] *= factor;
     }
     if constexpr (Dtype == LOOMRT_BF16) {
-      for (int i = tid; i < kTile * kTile; i += blockDim.x) {
+      for (int i = warp * 16 * kTile + lane; i < (warp + 1) * 16 * kTile;
+           i += 32) {
         uint16_t split[kSplitTerms];
         loomrt_split_bf16x3(scores[(i / kTile) * kScoreStride + i % kTile],
                             split);
         for (int term = 0; term < kSplitTerms; ++term)
           terms[term * kTile * kTile + i] = split[term];
       }
-      __syncthreads(); // every probability is split: scores is free
-      // Warp w: rows 16w..16w+15 of this tile's P V, over all three terms.
+      __syncwarp(); // the warp's probabilities are split: its scores are free
+      // This tile's P V for the warp's rows, over all three terms.
       warpTileProduct<Element, nvcuda::wmma::row_major>(
           reinterpret_cast<const Element *>(terms) + warp * 16 * kTile, kTile,
           kTile / 16, reinterpret_cast<const Element *>(values), kHead,
           16 * kHead, 16, fTiles, kSplitTerms, kTile * kTile,
           scores + warp * 16 * kScoreStride);
-      __syncthreads();
+      __syncwarp();
       for (int i = 0; i < 4; ++i)
         for (int c = 0; c < 8; ++c)
           if (colGroup * 8 + c < fTiles * 16)

@@ -1112,7 +1112,8 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   const void *bases[3] = {q, k, v};
   bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
-  fusedAttentionKernel<Dtype><<<grid, 128, kAttentionSharedBytes, d.stream>>>(
+  fusedAttentionKernel<Dtype>
+      <<<grid, kAttentionThreads, kAttentionSharedBytes, d.stream>>>(
           static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
           static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
           s, t, int(e), int(f), at, causal, float(scale), packs);
