@@ -119,21 +119,24 @@ struct AttentionStrides {
 
 /// One warp's 16 x (16 * tiles) block of a product on the tensor cores, in
 /// f32, stored row-major at `out` (kScoreStride floats per row): the sum
-/// over `terms` left operands (row-major 16 x (16 * steps) at
+/// over `Terms` left operands (row-major 16 x (16 * steps) at
 /// a + term * termStride, `lda` per row) times the right operand, whose
 /// 16 x 16 block (step, c) is at b + step * stepStride + c * tileStride
 /// (`Layout`, `ldb`). Tiles up to 4, loops of constant bound, so the
-/// fragments stay in registers.
-template <typename Element, typename Layout>
+/// fragments stay in registers. The terms are summed one after another
+/// (all of the first term's products, then the second's...): interleaving
+/// them per 16 keys moved a few sums that nearly cancel by up to 3 bf16
+/// ulps in the CUDA emulation (bench/gpu/attention.loom).
+template <typename Element, typename Layout, int Terms>
 __device__ void warpTileProduct(const Element *a, int lda, int steps,
                                 const Element *b, int ldb, int stepStride,
-                                int tileStride, int tiles, int terms,
-                                int termStride, float *out) {
+                                int tileStride, int tiles, int termStride,
+                                float *out) {
   using namespace nvcuda;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
   for (int c = 0; c < 4; ++c)
     wmma::fill_fragment(tile[c], 0.0f);
-  for (int term = 0; term < terms; ++term)
+  for (int term = 0; term < Terms; ++term)
     for (int step = 0; step < steps; ++step) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> left;
       wmma::load_matrix_sync(left, a + term * termStride + step * 16, lda);
@@ -222,10 +225,10 @@ __global__ void __launch_bounds__(kAttentionThreads)
     // registers) outputs. So the warp synchronises only itself, and one
     // warp's softmax overlaps another's products.
     // Scores: K^T in column-major order is K in row-major order.
-    warpTileProduct<Element, nvcuda::wmma::col_major>(
+    warpTileProduct<Element, nvcuda::wmma::col_major, 1>(
         reinterpret_cast<const Element *>(queries) + warp * 16 * kHead, kHead,
         eSteps, reinterpret_cast<const Element *>(keys), kHead, 16, 16 * kHead,
-        4, 1, 0, scores + warp * 16 * kScoreStride);
+        4, 0, scores + warp * 16 * kScoreStride);
     __syncwarp();
     // Online softmax: warp w updates its 16 rows, two columns per lane.
     for (int r = warp * 16; r < warp * 16 + 16; ++r) {
@@ -277,10 +280,10 @@ __global__ void __launch_bounds__(kAttentionThreads)
       }
       __syncwarp(); // the warp's probabilities are split: its scores are free
       // This tile's P V for the warp's rows, over all three terms.
-      warpTileProduct<Element, nvcuda::wmma::row_major>(
+      warpTileProduct<Element, nvcuda::wmma::row_major, kSplitTerms>(
           reinterpret_cast<const Element *>(terms) + warp * 16 * kTile, kTile,
           kTile / 16, reinterpret_cast<const Element *>(values), kHead,
-          16 * kHead, 16, fTiles, kSplitTerms, kTile * kTile,
+          16 * kHead, 16, fTiles, kTile * kTile,
           scores + warp * 16 * kScoreStride);
       __syncwarp();
       for (int i = 0; i < 4; ++i)
