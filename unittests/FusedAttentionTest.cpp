@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaOnCpu.h"
+#include "runtime/emulation/CudaOnCpu.h"
 
 #include "runtime/cuda/FusedAttention.cuh"
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaOnCpu.h"
+#include "runtime/emulation/CudaOnCpu.h"
 
 #include "runtime/cuda/RowKernels.cuh"
 

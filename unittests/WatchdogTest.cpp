@@ -39,6 +39,19 @@ bool waitFor(std::function<bool()> condition, double seconds = 5.0) {
   return condition();
 }
 
+/// A transport whose error appears when `broken` is set, watched with a
+/// long timeout (errors must not wait for it).
+struct BreakingTransport {
+  Failures failures;
+  std::atomic<bool> broken{false};
+  Watchdog dog{10.0,
+               [this] {
+                 return broken ? std::string("NCCL: remote process exited")
+                               : std::string();
+               },
+               [this](const std::string &m) { failures.add(m); }};
+};
+
 } // namespace
 
 TEST(Watchdog, WorkThatFinishesIsForgotten) {
@@ -77,39 +90,24 @@ TEST(Watchdog, StuckWorkIsReportedOnceWithItsName) {
 }
 
 TEST(Watchdog, TransportErrorsEndTheWatch) {
-  Failures failures;
-  std::atomic<bool> broken(false);
-  Watchdog dog(
-      10.0,
-      [&] {
-        return broken ? std::string("NCCL: remote process exited")
-                      : std::string();
-      },
-      [&](const std::string &m) { failures.add(m); });
-  dog.watch("collective #0", [] { return false; });
+  BreakingTransport transport;
+  transport.dog.watch("collective #0", [] { return false; });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(failures.seen().empty());
-  broken = true;
-  ASSERT_TRUE(waitFor([&] { return !failures.seen().empty(); }));
+  EXPECT_TRUE(transport.failures.seen().empty());
+  transport.broken = true;
+  ASSERT_TRUE(waitFor([&] { return !transport.failures.seen().empty(); }));
   // The error names the oldest work still outstanding.
-  EXPECT_EQ(failures.seen()[0], "collective #0: NCCL: remote process exited");
+  EXPECT_EQ(transport.failures.seen()[0],
+            "collective #0: NCCL: remote process exited");
 }
 
 TEST(Watchdog, TransportErrorsWithNothingOutstandingStandAlone) {
-  Failures failures;
-  std::atomic<bool> broken(false);
-  Watchdog dog(
-      10.0,
-      [&] {
-        return broken ? std::string("NCCL: remote process exited")
-                      : std::string();
-      },
-      [&](const std::string &m) { failures.add(m); });
-  dog.watch("collective #0", [] { return true; });
-  EXPECT_TRUE(waitFor([&] { return dog.outstanding() == 0; }));
-  broken = true;
-  ASSERT_TRUE(waitFor([&] { return !failures.seen().empty(); }));
-  EXPECT_EQ(failures.seen()[0], "NCCL: remote process exited");
+  BreakingTransport transport;
+  transport.dog.watch("collective #0", [] { return true; });
+  EXPECT_TRUE(waitFor([&] { return transport.dog.outstanding() == 0; }));
+  transport.broken = true;
+  ASSERT_TRUE(waitFor([&] { return !transport.failures.seen().empty(); }));
+  EXPECT_EQ(transport.failures.seen()[0], "NCCL: remote process exited");
 }
 
 TEST(Watchdog, TheClockStartsWhenWorkIsWatched) {

@@ -3,7 +3,7 @@
 // Part of the Loom project.
 //
 // The fused attention of runtime/cuda/Kernels.cu, in a header of its own so
-// that unittests/FusedAttentionEmulationTest.cpp can also compile it for
+// that unittests/FusedAttentionTest.cpp can also compile it for
 // the host over an emulation of the CUDA features it uses (threads,
 // barriers, warp shuffles, WMMA tiles) and check it without a GPU.
 //

@@ -2,7 +2,7 @@
 //
 // Part of the Loom project.
 //
-// In one place so that the host emulation (unittests/CudaOnCpu.h) can check
+// In one place so that the host emulation (runtime/emulation/CudaOnCpu.h) can check
 // that each 16-byte access is aligned, as the GPU requires: a misaligned
 // one ends the kernel with an error there, and would pass unnoticed on the
 // host.

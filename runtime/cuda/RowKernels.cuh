@@ -11,7 +11,7 @@
 // hand: until a GPU run has checked them (bench/gpu/run, test/Integration/
 // cuda.test), they run only with LOOMRT_FAST_KERNELS=1, and the element-wise
 // kernels of Kernels.cu stay the default. Their source also runs on the
-// host, in unittests/RowKernelsTest.cpp over unittests/CudaOnCpu.h.
+// host, in unittests/RowKernelsTest.cpp over runtime/emulation/CudaOnCpu.h.
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,7 +4,7 @@ cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl] PROGRAM.cu EXECUTABLE
 
 Turns CUDA source of this project (a program that `loomc --target=cuda
 --emit=cuda` generated, or libloomrt's runtime/cuda/Kernels.cu) into host
-C++ over unittests/CudaRuntimeOnCpu.h, so that it runs on a machine without
+C++ over runtime/emulation/CudaRuntimeOnCpu.h, so that it runs on a machine without
 a GPU: each `kernel<<<grid, block, shared, stream>>>(args);` becomes a
 cuda_on_cpu::launch of the same kernel with its arguments held by value
 (recorded while its stream is captured into a CUDA graph), and the CUDA
@@ -20,7 +20,7 @@ With --build, PROGRAM.cu (from loomc --target=cuda --emit=cuda) is turned
 into EXECUTABLE.cpp and built into EXECUTABLE with that library from the
 build directory OBJ_DIR. With --nccl as well, the library is
 loomrt_cuda_on_cpu_nccl: Open MPI and the NCCL transport over
-unittests/NcclOnCpu.h, so that the program runs a rank per process under
+runtime/emulation/NcclOnCpu.h, so that the program runs a rank per process under
 mpirun (LOOM_CUDA_ON_CPU_GPUS=N gives each machine N emulated GPUs).
 Sources that include <nccl.h> (runtime/cuda/Nccl.cpp) get NcclOnCpu.h.
 """
@@ -149,7 +149,7 @@ def main() -> int:
         with open(os.path.join(obj, "lib", library + ".link")) as f:
             more = f.read().split()
     command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w",
-               "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "unittests"),
+               "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "runtime", "emulation"),
                "-I", root, host, os.path.join(obj, "lib", f"lib{library}.a"),
                os.path.join(obj, "lib", "libloomrt_core.a"), *more, "-lm", "-lpthread", "-o", target]
     return subprocess.run(command).returncode

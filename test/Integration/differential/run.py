@@ -22,10 +22,10 @@ with the most axes (the examples on [dp: 2, tp: 2]) as its CUDA program:
 loomc --target=cuda --emit=cuda, turned into host C++ by
 runtime/tools/cuda-on-cpu.py and linked with libloomrt's CUDA backend
 compiled the same way (OBJ_DIR/lib/libloomrt_cuda_on_cpu.a, over
-unittests/CudaRuntimeOnCpu.h), run in loopback mode with the default
+runtime/emulation/CudaRuntimeOnCpu.h), run in loopback mode with the default
 kernels and with LOOMRT_FAST_KERNELS=1, and (N > 1 ranks) as N processes
 under mpirun over the NCCL transport (OBJ_DIR/lib/
-libloomrt_cuda_on_cpu_nccl.a, over unittests/NcclOnCpu.h), each compared
+libloomrt_cuda_on_cpu_nccl.a, over runtime/emulation/NcclOnCpu.h), each compared
 with the 1-rank CPU build as above; the NCCL run must give the loopback
 run's bits.
 

@@ -21,8 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_UNITTESTS_CUDARUNTIMEONCPU_H
-#define LOOM_UNITTESTS_CUDARUNTIMEONCPU_H
+#ifndef LOOM_RUNTIME_EMULATION_CUDARUNTIMEONCPU_H
+#define LOOM_RUNTIME_EMULATION_CUDARUNTIMEONCPU_H
 
 #include "CudaOnCpu.h"
 #include "runtime/Elements.h"
@@ -527,4 +527,4 @@ cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const void *alpha,
   return CUBLAS_STATUS_SUCCESS;
 }
 
-#endif // LOOM_UNITTESTS_CUDARUNTIMEONCPU_H
+#endif // LOOM_RUNTIME_EMULATION_CUDARUNTIMEONCPU_H

@@ -25,8 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_UNITTESTS_CUDAONCPU_H
-#define LOOM_UNITTESTS_CUDAONCPU_H
+#ifndef LOOM_RUNTIME_EMULATION_CUDAONCPU_H
+#define LOOM_RUNTIME_EMULATION_CUDAONCPU_H
 
 #include "loomrt.h"
 
@@ -495,4 +495,4 @@ inline void store_matrix_sync(float *p,
 
 } // namespace nvcuda::wmma
 
-#endif // LOOM_UNITTESTS_CUDAONCPU_H
+#endif // LOOM_RUNTIME_EMULATION_CUDAONCPU_H

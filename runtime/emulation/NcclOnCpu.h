@@ -31,8 +31,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef LOOM_UNITTESTS_NCCLONCPU_H
-#define LOOM_UNITTESTS_NCCLONCPU_H
+#ifndef LOOM_RUNTIME_EMULATION_NCCLONCPU_H
+#define LOOM_RUNTIME_EMULATION_NCCLONCPU_H
 
 #include "CudaRuntimeOnCpu.h"
 
@@ -587,4 +587,4 @@ inline ncclResult_t ncclBroadcast(const void *in, void *out, size_t count,
   return ncclSuccess;
 }
 
-#endif // LOOM_UNITTESTS_NCCLONCPU_H
+#endif // LOOM_RUNTIME_EMULATION_NCCLONCPU_H
