@@ -230,31 +230,53 @@ __global__ void __launch_bounds__(kAttentionThreads)
         eSteps, reinterpret_cast<const Element *>(keys), kHead, 16, 16 * kHead,
         4, 0, scores + warp * 16 * kScoreStride);
     __syncwarp();
-    // Online softmax: warp w updates its 16 rows, two columns per lane.
-    for (int r = warp * 16; r < warp * 16 + 16; ++r) {
-      int64_t query = q0 + r;
-      float x[2];
-      bool visible[2];
-      float tileMax = -INFINITY;
-      for (int h = 0; h < 2; ++h) {
-        int col = lane + 32 * h;
+    // Online softmax: two lanes per row of the warp's 16 (lanes 2i and
+    // 2i + 1 take row 16w + i, on alternate columns), so that each of the
+    // row's reductions is one shuffle. Each lane walks its 32 columns from
+    // a different start (its row's number), which keeps the lanes of one
+    // access in different shared-memory banks.
+    {
+      const int r = warp * 16 + lane / 2, half = lane % 2;
+      const int64_t query = q0 + r;
+      auto column = [&](int j) { return half + 2 * ((j + r) % (kTile / 2)); };
+      auto visible = [&](int col) {
         int64_t key = k0 + col;
-        visible[h] = query < s && key < t && (!causal || key <= query);
-        x[h] = visible[h] ? scores[r * kScoreStride + col] * scale : -INFINITY;
-        tileMax = fmaxf(tileMax, x[h]);
+        return query < s && key < t && (!causal || key <= query);
+      };
+      // The scaled score is rounded before the subtraction (never fused
+      // into one FMA): the row's maximum itself must give exp(0) = 1.
+      auto scaled = [&](int col) {
+        return __fmul_rn(scores[r * kScoreStride + col], scale);
+      };
+      float tileMax = -INFINITY;
+      // Unrolled a little: fully, the f16 kernel took 252 registers.
+#pragma unroll 4
+      for (int j = 0; j < kTile / 2; ++j) {
+        int col = column(j);
+        if (visible(col))
+          tileMax = fmaxf(tileMax, scaled(col));
       }
-      for (int offset = 16; offset > 0; offset /= 2)
-        tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, offset));
+      tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
       float oldMax = rowMax[r], newMax = fmaxf(oldMax, tileMax);
       float partial = 0.0f;
-      for (int h = 0; h < 2; ++h) {
-        float p = visible[h] ? expf(x[h] - newMax) : 0.0f;
-        scores[r * kScoreStride + lane + 32 * h] = p;
+#pragma unroll 4
+      for (int j = 0; j < kTile / 2; ++j) {
+        int col = column(j);
+        float p = visible(col) ? expf(scaled(col) - newMax) : 0.0f;
         partial += p;
+        if constexpr (Dtype == LOOMRT_BF16) {
+          // Split at once into the exact bf16 terms that P V multiplies.
+          uint16_t split[kSplitTerms];
+          loomrt_split_bf16x3(p, split);
+          for (int term = 0; term < kSplitTerms; ++term)
+            terms[term * kTile * kTile + r * kTile + col] = split[term];
+        } else {
+          scores[r * kScoreStride + col] = p;
+        }
       }
-      for (int offset = 16; offset > 0; offset /= 2)
-        partial += __shfl_xor_sync(0xffffffffu, partial, offset);
-      if (lane == 0) {
+      // The shuffle also orders both lanes' reads of rowMax before the write.
+      partial += __shfl_xor_sync(0xffffffffu, partial, 1);
+      if (half == 0) {
         // Nothing visible yet (a padding row): nothing to rescale.
         float factor = newMax == -INFINITY ? 1.0f : expf(oldMax - newMax);
         rowScale[r] = factor;
@@ -270,15 +292,6 @@ __global__ void __launch_bounds__(kAttentionThreads)
         acc[i][c] *= factor;
     }
     if constexpr (Dtype == LOOMRT_BF16) {
-      for (int i = warp * 16 * kTile + lane; i < (warp + 1) * 16 * kTile;
-           i += 32) {
-        uint16_t split[kSplitTerms];
-        loomrt_split_bf16x3(scores[(i / kTile) * kScoreStride + i % kTile],
-                            split);
-        for (int term = 0; term < kSplitTerms; ++term)
-          terms[term * kTile * kTile + i] = split[term];
-      }
-      __syncwarp(); // the warp's probabilities are split: its scores are free
       // This tile's P V for the warp's rows, over all three terms.
       warpTileProduct<Element, nvcuda::wmma::row_major, kSplitTerms>(
           reinterpret_cast<const Element *>(terms) + warp * 16 * kTile, kTile,

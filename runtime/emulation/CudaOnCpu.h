@@ -372,6 +372,8 @@ using cuda_on_cpu::threadIdx;
 using std::isnan;
 using std::min;
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+// Host code is built with -ffp-contract=off: every product is rounded.
+inline float __fmul_rn(float a, float b) { return a * b; }
 
 // runtime/cuda/Packs.cuh's 16-byte accesses must be aligned, as on a GPU.
 #define LOOMRT_CHECK_ALIGNED16(pointer) cuda_on_cpu::checkAligned16(pointer)
