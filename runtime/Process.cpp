@@ -1011,14 +1011,18 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
         capturedFirst = first;
         capturedEnd = rt->sequence;
       }
-      if (capturedEnd > capturedFirst)
+      if (capturedEnd > capturedFirst) {
+        std::string collectives =
+            capturedEnd - capturedFirst == 1
+                ? format("collective #%llu", (unsigned long long)capturedFirst)
+                : format("collectives #%llu to #%llu",
+                         (unsigned long long)capturedFirst,
+                         (unsigned long long)(capturedEnd - 1));
         transport->watchStep(
-            rt, format("step %ld, %s as a CUDA graph (collectives #%llu to "
-                       "#%llu%s)",
-                       eagerSteps, capturing ? "captured" : "replayed",
-                       (unsigned long long)capturedFirst,
-                       (unsigned long long)(capturedEnd - 1),
+            rt, format("step %ld, %s as a CUDA graph (%s%s)", eagerSteps,
+                       capturing ? "captured" : "replayed", collectives.c_str(),
                        capturing ? "" : " as captured"));
+      }
     }
     device.synchronize();
     if (device.afterStep)

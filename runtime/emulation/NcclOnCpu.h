@@ -44,6 +44,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <unistd.h>
@@ -266,18 +268,22 @@ inline ncclResult_t checkComm(Comm *comm) {
   return ncclSuccess;
 }
 
-/// LOOM_NCCL_ON_CPU_FAULT=RANK:N[:MODE] fails the N-th collective call
-/// (0-based) of world rank RANK, so that the transport's error paths run.
-/// By default, as a network fault does, after the call returned: the
-/// communicator reports ncclSystemError through ncclCommGetAsyncError and
-/// the operation never ends, until ncclCommAbort. MODE `call`: the call
-/// itself returns ncclSystemError. MODE `hang`: the operation never ends
-/// and nothing reports an error (a peer that stopped answering).
+/// LOOM_NCCL_ON_CPU_FAULT=RANK:N[:MODE[:RUN]] fails the N-th collective
+/// call (0-based) of world rank RANK, so that the transport's error paths
+/// run. MODE `error` (the default) as a network fault does, after the call
+/// returned: the communicator reports ncclSystemError through
+/// ncclCommGetAsyncError and the operation never ends, until
+/// ncclCommAbort. `call`: the call itself returns ncclSystemError. `hang`:
+/// the operation never ends and nothing reports an error (a peer that
+/// stopped answering). RUN (from 1, the default): with `error` or `hang`,
+/// the operation runs as it should until the stream runs it for the RUN-th
+/// time (a CUDA graph runs it again at every replay).
 struct Fault {
-  enum Mode { Async, Call, Hang };
+  enum Mode { Error, Call, Hang };
   int rank = -1;
   long at = -1;
-  Mode mode = Async;
+  Mode mode = Error;
+  long run = 1;
 };
 inline const Fault &fault() {
   static const Fault parsed = [] {
@@ -285,45 +291,69 @@ inline const Fault &fault() {
     const char *text = getenv("LOOM_NCCL_ON_CPU_FAULT");
     if (!text || !*text)
       return f;
-    char mode[16] = "";
-    int fields = sscanf(text, "%d:%ld:%15s", &f.rank, &f.at, mode);
-    bool known =
-        fields == 2 || strcmp(mode, "call") == 0 || strcmp(mode, "hang") == 0;
-    if (fields < 2 || f.rank < 0 || f.at < 0 || !known) {
+    char mode[16] = "error";
+    int fields =
+        sscanf(text, "%d:%ld:%15[^:]:%ld", &f.rank, &f.at, mode, &f.run);
+    bool known = strcmp(mode, "error") == 0 || strcmp(mode, "call") == 0 ||
+                 strcmp(mode, "hang") == 0;
+    if (fields < 2 || f.rank < 0 || f.at < 0 || !known || f.run < 1) {
       fprintf(stderr,
               "nccl_on_cpu: LOOM_NCCL_ON_CPU_FAULT=%s is not "
-              "RANK:N[:call|:hang]\n",
+              "RANK:N[:error|call|hang[:RUN]]\n",
               text);
       exit(2);
     }
-    if (fields == 3)
-      f.mode = mode[0] == 'c' ? Fault::Call : Fault::Hang;
+    f.mode = mode[0] == 'e'   ? Fault::Error
+             : mode[0] == 'c' ? Fault::Call
+                              : Fault::Hang;
     return f;
   }();
   return parsed;
 }
 
-/// Whether this collective call is the injected fault; if so, `status` is
-/// what the call returns.
-inline bool injectFault(Comm *comm, cudaStream_t stream, ncclResult_t &status) {
+/// `work`, one collective call's operation, as its stream is to run it:
+/// with the injected fault in its place from the fault's run on, if this
+/// call is the one. Empty, with `status` set, when the call itself fails.
+inline std::function<void()> withFault(Comm *comm, std::function<void()> work,
+                                       ncclResult_t &status) {
   static std::atomic<long> calls{0};
+  status = ncclSuccess;
   const Fault &f = fault();
   if (f.at < 0 || worldRank() != f.rank || calls++ != f.at)
-    return false;
-  comm->lastError = "a fault injected by LOOM_NCCL_ON_CPU_FAULT";
+    return work;
+  static const char *const kInjected =
+      "a fault injected by LOOM_NCCL_ON_CPU_FAULT";
   if (f.mode == Fault::Call) {
+    comm->lastError = kInjected;
     status = ncclSystemError;
-    return true;
+    return {};
   }
-  bool reports = f.mode == Fault::Async;
-  cuda_on_cpu::enqueueDeferred(stream, [comm, reports] {
-    if (reports)
+  auto runs = std::make_shared<long>(0);
+  bool reports = f.mode == Fault::Error;
+  long faultyRun = f.run;
+  return [=] {
+    if (++*runs < faultyRun) {
+      work();
+      return;
+    }
+    if (reports) {
+      comm->lastError = kInjected; // before the error that publishes it
       comm->error = ncclSystemError;
+    }
     while (!aborting())
       usleep(1000);
-  });
-  status = ncclSuccess;
-  return true;
+  };
+}
+
+/// Puts one collective call's operation on its stream, or fails the call
+/// (LOOM_NCCL_ON_CPU_FAULT).
+inline ncclResult_t enqueueCollective(Comm *comm, cudaStream_t stream,
+                                      std::function<void()> work) {
+  ncclResult_t status;
+  std::function<void()> run = withFault(comm, std::move(work), status);
+  if (run)
+    cuda_on_cpu::enqueueDeferred(stream, std::move(run));
+  return status;
 }
 
 /// `count` elements from every rank, reduced in rank order into `out`.
@@ -498,9 +528,7 @@ inline ncclResult_t reduceEverywhere(bool scatter, const void *in, void *out,
                                      cudaStream_t stream) {
   if (ncclResult_t status = checkComm(comm))
     return status;
-  if (ncclResult_t status; injectFault(comm, stream, status))
-    return status;
-  cuda_on_cpu::enqueueDeferred(stream, [=] {
+  return enqueueCollective(comm, stream, [=] {
     size_t bytes = count * typeBytes(type);
     auto piece = [&](int p) {
       return static_cast<const char *>(in) + (scatter ? size_t(p) * bytes : 0);
@@ -519,7 +547,6 @@ inline ncclResult_t reduceEverywhere(bool scatter, const void *in, void *out,
     if (exchange.wait())
       reduceInRankOrder(type, op, pieces, out, count);
   });
-  return ncclSuccess;
 }
 } // namespace nccl_on_cpu
 
@@ -542,9 +569,7 @@ inline ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
                                   cudaStream_t stream) {
   if (ncclResult_t status = nccl_on_cpu::checkComm(comm))
     return status;
-  if (ncclResult_t status; nccl_on_cpu::injectFault(comm, stream, status))
-    return status;
-  cuda_on_cpu::enqueueDeferred(stream, [=] {
+  return nccl_on_cpu::enqueueCollective(comm, stream, [=] {
     size_t bytes = count * nccl_on_cpu::typeBytes(type);
     std::vector<char> mine(static_cast<const char *>(in),
                            static_cast<const char *>(in) + bytes);
@@ -558,7 +583,6 @@ inline ncclResult_t ncclAllGather(const void *in, void *out, size_t count,
     if (exchange.wait())
       std::memcpy(output + size_t(comm->rank) * bytes, mine.data(), bytes);
   });
-  return ncclSuccess;
 }
 
 inline ncclResult_t ncclBroadcast(const void *in, void *out, size_t count,
@@ -568,9 +592,7 @@ inline ncclResult_t ncclBroadcast(const void *in, void *out, size_t count,
     return status;
   if (root < 0 || root >= comm->size)
     return ncclInvalidArgument;
-  if (ncclResult_t status; nccl_on_cpu::injectFault(comm, stream, status))
-    return status;
-  cuda_on_cpu::enqueueDeferred(stream, [=] {
+  return nccl_on_cpu::enqueueCollective(comm, stream, [=] {
     size_t bytes = count * nccl_on_cpu::typeBytes(type);
     nccl_on_cpu::Exchange exchange{comm, {}};
     if (comm->rank == root) {
@@ -584,7 +606,6 @@ inline ncclResult_t ncclBroadcast(const void *in, void *out, size_t count,
       exchange.wait();
     }
   });
-  return ncclSuccess;
 }
 
 #endif // LOOM_RUNTIME_EMULATION_NCCLONCPU_H
