@@ -174,7 +174,12 @@ __global__ void __launch_bounds__(kAttentionThreads)
       reinterpret_cast<float *>(terms + kSplitTerms * kTile * kTile);
   float *rowSum = rowMax + kTile, *rowScale = rowSum + kTile;
 
-  const int64_t b = blockIdx.y, q0 = int64_t(blockIdx.x) * kTile;
+  // Causal: the last queries see the most keys, so their blocks start
+  // first (GPUs start blocks in about index order) and the short ones
+  // fill the end.
+  const int64_t b = blockIdx.y,
+                q0 = int64_t(causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) *
+                     kTile;
   const int64_t bo = b / inner, bi = b % inner;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const uint16_t *qb = q + bo * at.outer[0] + bi * at.inner[0],
