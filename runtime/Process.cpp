@@ -229,15 +229,19 @@ public:
       : rt(rt) {
     // For testing the watchdog: LOOMRT_TEST_STALL="RANK:SECONDS[:N]" holds
     // one rank back before its collective #N (default 0, the first; a later
-    // one meets communicators that already exist).
-    if (const char *stall = getenv("LOOMRT_TEST_STALL")) {
-      int stallRank = -1;
+    // one meets communicators that already exist). Read once per process.
+    static const struct Stall {
+      int rank = -1;
       double seconds = 0;
       long at = 0;
-      if (sscanf(stall, "%d:%lf:%ld", &stallRank, &seconds, &at) >= 2 &&
-          stallRank == rt->worldRank && rt->sequence == uint64_t(at))
-        usleep(useconds_t(seconds * 1e6));
-    }
+      Stall() {
+        const char *text = getenv("LOOMRT_TEST_STALL");
+        if (text && sscanf(text, "%d:%lf:%ld", &rank, &seconds, &at) < 2)
+          rank = -1;
+      }
+    } stall;
+    if (stall.rank == rt->worldRank && rt->sequence == uint64_t(stall.at))
+      usleep(useconds_t(stall.seconds * 1e6));
     std::string kind = std::string(op) + " over " + axesText(rt, axes, numAxes);
     what = format("collective #%llu %s (%s)",
                   (unsigned long long)rt->sequence++, kind.c_str(), site);
@@ -535,8 +539,10 @@ const char *kUsage =
     "  --steps N                run N steps (default 1; 10 with --bench)\n"
     "  --bench                  time the steps: median per rank and the share "
     "in GEMMs\n"
-    "  --collective-timeout S   end the job when a collective waits S seconds "
-    "(default 300)\n"
+    "  --collective-timeout S   end the job when a collective (or a step "
+    "replayed\n"
+    "                           as a CUDA graph) waits S seconds (default "
+    "300)\n"
     "  --profile                time every kernel of the step (as --bench "
     "does the step)\n"
     "                           and print each one's share of the step and "
@@ -951,6 +957,8 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   const DeviceOps &device = deviceOps();
   device.bind(rt, localIndex, options.loopback ? size : 1);
 
+  // 64: loom-plan-memory's alignment (LoomDialect::kArenaAlignment), on
+  // which generated code relies.
   size_t arenaBytes = size_t((model->arena_bytes + 63) / 64 * 64);
   char *arena =
       static_cast<char *>(aligned_alloc(64, arenaBytes ? arenaBytes : 64));

@@ -201,63 +201,63 @@ private:
   }
 
   /// Where a value's storage is, as a `char *` expression.
-  std::string pointer(Value value) {
+  /// Where `value` lives in the arena: a planned offset (-1 when there is
+  /// none) plus, for each repeat it is a stacked slice of (outermost
+  /// first), that repeat's loop variable times the slice's bytes.
+  struct ArenaAddress {
+    int64_t offset = -1;
+    SmallVector<std::pair<std::string, int64_t>> steps;
+  };
+  ArenaAddress arenaAddress(Value value) {
     if (auto argument = dyn_cast<BlockArgument>(value)) {
       Operation *parent = argument.getOwner()->getParentOp();
       if (auto func = dyn_cast<func::FuncOp>(parent)) {
         auto offset = func.getArgAttrOfType<IntegerAttr>(
             argument.getArgNumber(), LoomDialect::kOffsetAttrName);
-        return "(arena + " + std::to_string(offset ? offset.getInt() : -1) +
-               ")";
+        return {offset ? offset.getInt() : -1, {}};
       }
       auto repeat = cast<RepeatOp>(parent);
       unsigned index = argument.getArgNumber();
       if (index < repeat.getCarried().size())
-        return pointer(repeat.getResult(index));
+        return arenaAddress(repeat.getResult(index));
       Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
-      return "(" + pointer(stacked) + " + " + loopVariables[repeat] + " * " +
-             std::to_string(bytesOf(argument.getType())) + ")";
+      ArenaAddress address = arenaAddress(stacked);
+      address.steps.push_back(
+          {loopVariables[repeat], bytesOf(argument.getType())});
+      return address;
     }
     Operation *op = value.getDefiningOp();
     if (isView(op)) // a transpose view is read through its strides
-      return pointer(op->getOperand(0));
+      return arenaAddress(op->getOperand(0));
     auto offsets =
         op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
-    int64_t offset =
-        offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1;
-    return "(arena + " + std::to_string(offset) + ")";
+    return {offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,
+            {}};
   }
 
-  /// The largest power of two, up to the arena's 64-byte alignment
-  /// (loom-plan-memory's), that `pointer(value)` is a multiple of.
+  std::string pointer(Value value) {
+    ArenaAddress address = arenaAddress(value);
+    std::string text = "(arena + " + std::to_string(address.offset) + ")";
+    for (auto &[variable, bytes] : address.steps)
+      text =
+          "(" + text + " + " + variable + " * " + std::to_string(bytes) + ")";
+    return text;
+  }
+
+  /// The largest power of two, up to the arena's alignment, that
+  /// `pointer(value)` is a multiple of.
   int64_t knownAlignment(Value value) {
     auto alignmentOf = [](int64_t bytes) -> int64_t {
+      constexpr int64_t kArena = LoomDialect::kArenaAlignment;
       if (bytes < 0)
         return 1; // not planned: assume nothing
-      return bytes == 0 ? 64 : std::min<int64_t>(bytes & -bytes, 64);
+      return bytes == 0 ? kArena : std::min<int64_t>(bytes & -bytes, kArena);
     };
-    if (auto argument = dyn_cast<BlockArgument>(value)) {
-      Operation *parent = argument.getOwner()->getParentOp();
-      if (auto func = dyn_cast<func::FuncOp>(parent)) {
-        auto offset = func.getArgAttrOfType<IntegerAttr>(
-            argument.getArgNumber(), LoomDialect::kOffsetAttrName);
-        return alignmentOf(offset ? offset.getInt() : -1);
-      }
-      auto repeat = cast<RepeatOp>(parent);
-      unsigned index = argument.getArgNumber();
-      if (index < repeat.getCarried().size())
-        return knownAlignment(repeat.getResult(index));
-      Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
-      return std::min(knownAlignment(stacked),
-                      alignmentOf(bytesOf(argument.getType())));
-    }
-    Operation *op = value.getDefiningOp();
-    if (isView(op))
-      return knownAlignment(op->getOperand(0));
-    auto offsets =
-        op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
-    return alignmentOf(
-        offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1);
+    ArenaAddress address = arenaAddress(value);
+    int64_t alignment = alignmentOf(address.offset);
+    for (auto &step : address.steps)
+      alignment = std::min(alignment, alignmentOf(step.second));
+    return alignment;
   }
 
   std::string typed(Value value, bool isConst) {

@@ -2,8 +2,8 @@
 //
 // Part of the Loom project.
 //
-// In one place so that the host emulation (runtime/emulation/CudaOnCpu.h) can check
-// that each 16-byte access is aligned, as the GPU requires: a misaligned
+// In one place so that the host emulation (runtime/emulation/CudaOnCpu.h) can
+// check that each 16-byte access is aligned, as the GPU requires: a misaligned
 // one ends the kernel with an error there, and would pass unnoticed on the
 // host.
 //
@@ -12,19 +12,19 @@
 #ifndef LOOM_RUNTIME_CUDA_PACKS_CUH
 #define LOOM_RUNTIME_CUDA_PACKS_CUH
 
-#ifndef LOOMRT_CHECK_ALIGNED16
-#define LOOMRT_CHECK_ALIGNED16(pointer)
+#ifndef LOOMRT_CHECK_ALIGNED
+#define LOOMRT_CHECK_ALIGNED(pointer, bytes)
 #endif
 
 namespace loomrt {
 
 __device__ __forceinline__ uint4 load16(const void *p) {
-  LOOMRT_CHECK_ALIGNED16(p);
+  LOOMRT_CHECK_ALIGNED(p, 16);
   return *static_cast<const uint4 *>(p);
 }
 
 __device__ __forceinline__ void store16(void *p, uint4 value) {
-  LOOMRT_CHECK_ALIGNED16(p);
+  LOOMRT_CHECK_ALIGNED(p, 16);
   *static_cast<uint4 *>(p) = value;
 }
 

@@ -350,8 +350,6 @@ inline void checkAligned(const void *p, size_t bytes) {
   }
 }
 
-inline void checkAligned16(const void *p) { checkAligned(p, 16); }
-
 inline void syncthreads() { barrier(0); }
 
 inline float shflXor(float value, int offset) {
@@ -375,9 +373,8 @@ inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 // Host code is built with -ffp-contract=off: every product is rounded.
 inline float __fmul_rn(float a, float b) { return a * b; }
 
-// runtime/cuda/Packs.cuh's 16-byte accesses must be aligned, as on a GPU.
-#define LOOMRT_CHECK_ALIGNED16(pointer) cuda_on_cpu::checkAligned16(pointer)
-// So must the generated kernels' packs (lib/Target/EmitProgram.cpp).
+// Every wide access must be aligned, as on a GPU: runtime/cuda/Packs.cuh's
+// 16-byte ones and the generated kernels' packs (lib/Target/EmitProgram.cpp).
 #define LOOMRT_CHECK_ALIGNED(pointer, bytes)                                   \
   cuda_on_cpu::checkAligned(pointer, bytes)
 

@@ -46,6 +46,9 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOffsetAttrName = "loom.offset";
     static constexpr llvm::StringLiteral kOffsetsAttrName = "loom.offsets";
     static constexpr llvm::StringLiteral kArenaBytesAttrName = "loom.arena_bytes";
+    /// Every planned offset is a multiple of this, and libloomrt's arenas
+    /// start at least this aligned, so generated code may rely on it.
+    static constexpr int64_t kArenaAlignment = 64;
     /// On `loom.repeat`: the sharding of each body argument.
     static constexpr llvm::StringLiteral kBodyShardingsAttrName =
         "loom.body_shardings";

@@ -24,7 +24,7 @@ using namespace loom;
 
 namespace {
 
-constexpr int64_t kAlignment = 64;
+constexpr int64_t kAlignment = LoomDialect::kArenaAlignment;
 
 int64_t bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
