@@ -1,12 +1,24 @@
 #!/usr/bin/env python3
-"""bench/gpu/compare.py RESULT REFERENCE [--ulps N]: compares two safetensors
-files tensor by tensor, in units in the last place of the stored type.
+"""bench/gpu/compare.py RESULT REFERENCE [--ulps N] [--magnitude FILE
+[--relative R]]: compares two safetensors files tensor by tensor, in units in
+the last place of the stored type.
 
 For bf16, f16 and f32 tensors the distance of two values is the number of
 representable values between them (adjacent values are 1 apart), so a result
 rounded once from a nearly exact f32 sum is at most 1 from the reference
 rounded once from the exact value. Integers must be equal. Prints one JSON
-line and exits 1 when a tensor is missing or further than --ulps (default 1).
+line and exits 1 when a tensor is missing or an element is further than
+--ulps (default 1) and not excused by --magnitude.
+
+A sum's f32 additions may come in any order (docs/language.md 11.2), and
+each order moves the sum by a few f32 roundings of the terms' magnitudes,
+not of the sum's. Where the terms nearly cancel, that is many ulps of the
+small result with nothing wrong. --magnitude FILE gives, under the same
+tensor names, the sum of the terms' magnitudes for each element (for
+attention, the same attention with |v|); an element further than --ulps is
+then still accepted if it is within --relative (default 2^-12, a sixteenth
+of a bf16 ulp) of its magnitude. A wrong mask, a lost rescale or a dropped
+term moves a result by a good part of its magnitude and is still caught.
 Pure Python: runs wherever bench/gpu/run runs.
 """
 import argparse
@@ -38,6 +50,15 @@ def read(path):
     return tensors
 
 
+def value(bits, dtype):
+    """The float that a stored element's bits hold."""
+    if dtype == "BF16":
+        return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+    if dtype == "F16":
+        return struct.unpack("<e", struct.pack("<H", bits))[0]
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
 def ordered(bits, dtype):
     """Maps float bits to integers in the order of their values (+0 == -0)."""
     sign = SIGN[dtype]
@@ -50,8 +71,12 @@ def main():
     parser.add_argument("result")
     parser.add_argument("reference")
     parser.add_argument("--ulps", type=int, default=1)
+    parser.add_argument("--magnitude", help="safetensors file: each element's sum of term magnitudes")
+    parser.add_argument("--relative", type=float, default=2.0 ** -12,
+                        help="with --magnitude: accepted distance as a fraction of the magnitude")
     args = parser.parse_args()
     result, reference = read(args.result), read(args.reference)
+    magnitudes = read(args.magnitude) if args.magnitude else {}
     report, ok = {}, True
     for name, (dtype, shape, expected) in sorted(reference.items()):
         if name not in result or result[name][:2] != (dtype, shape):
@@ -59,18 +84,37 @@ def main():
             ok = False
             continue
         got = result[name][2]
+        if name in magnitudes and magnitudes[name][1] != shape:
+            report[name] = "its magnitude has another shape"
+            ok = False
+            continue
+        entry = {"elements": len(expected)}
         if dtype in SIGN:
             nan = lambda b: (b & (SIGN[dtype] - 1)) > NAN_ABOVE[dtype]
+            pairs = [(i, g, e) for i, (g, e) in enumerate(zip(got, expected)) if not nan(g) and not nan(e)]
             bad_nan = sum(1 for g, e in zip(got, expected) if nan(g) != nan(e))
-            distances = [abs(ordered(g, dtype) - ordered(e, dtype))
-                         for g, e in zip(got, expected) if not nan(g) and not nan(e)]
+            distances = [abs(ordered(g, dtype) - ordered(e, dtype)) for _, g, e in pairs]
         else:
-            bad_nan = 0
+            pairs, bad_nan = [], 0
             distances = [0 if g == e else float("inf") for g, e in zip(got, expected)]
-        worst = max(distances, default=0)
-        report[name] = {"elements": len(expected), "equal": distances.count(0),
-                        "max_ulps": worst, "nan_mismatches": bad_nan}
-        ok = ok and worst <= args.ulps and bad_nan == 0
+        entry["equal"] = distances.count(0)
+        entry["max_ulps"] = max(distances, default=0)
+        far = [i for i, d in enumerate(distances) if d > args.ulps]
+        if far and name in magnitudes and dtype in SIGN:
+            scale_dtype, _, scale = magnitudes[name]
+            # Each far element's distance as a fraction of its magnitude.
+            fractions = []
+            for i in far:
+                index, g, e = pairs[i]
+                size = abs(value(scale[index], scale_dtype))
+                gap = abs(value(g, dtype) - value(e, dtype))
+                fractions.append(gap / size if size > 0 else float("inf"))
+            entry["beyond_ulps"] = len(far)
+            entry["max_relative_to_magnitude"] = max(fractions)
+            far = [f for f in fractions if f > args.relative]
+        entry["nan_mismatches"] = bad_nan
+        report[name] = entry
+        ok = ok and not far and bad_nan == 0
     print(json.dumps({"result": args.result, "ok": ok, "tensors": report}))
     return 0 if ok else 1
 
