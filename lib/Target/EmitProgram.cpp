@@ -154,7 +154,9 @@ private:
   }
 
   LogicalResult fail(Operation *op, const Twine &message) {
-    return op->emitError() << "cannot generate CPU code: " << message;
+    return op->emitError() << "cannot generate "
+                           << (target == Target::Cuda ? "CUDA" : "CPU")
+                           << " code: " << message;
   }
 
   std::string site(Operation *op) {
@@ -1048,7 +1050,7 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
   if (auto ar = dyn_cast<AllReduceOp>(op)) {
     FailureOr<const char *> kind = reduction(ar.getReduction());
     if (failed(kind))
-      return fail(op, "the CPU runtime reduces by sum or max only");
+      return fail(op, "the runtime reduces by sum or max only");
     std::string axes = axesTable(ar.getAxes());
     line() << "loomrt_all_reduce(rt, " << where << ", " << axes << ", "
            << ar.getAxes().size() << ", " << dtype(ar.getInput()) << ", "
@@ -1069,7 +1071,7 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
   if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
     FailureOr<const char *> kind = reduction(rs.getReduction());
     if (failed(kind))
-      return fail(op, "the CPU runtime reduces by sum or max only");
+      return fail(op, "the runtime reduces by sum or max only");
     std::string axes = axesTable(rs.getAxes());
     line() << "loomrt_reduce_scatter(rt, " << where << ", " << axes << ", "
            << rs.getAxes().size() << ", " << dtype(rs.getInput()) << ", "
@@ -1389,7 +1391,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
           CollectivePermuteOp, BroadcastOp, SendOp, RecvOp>(op))
     return emitCollective(op);
-  return fail(op, "the CPU backend does not support " +
+  return fail(op, "the backend does not support " +
                       op->getName().getStringRef() + " yet");
 }
 

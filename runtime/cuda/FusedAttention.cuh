@@ -43,19 +43,28 @@ namespace loomrt::attention {
 // dimensions up to 64; opt-in with LOOMRT_FAST_KERNELS=1 until a GPU has
 // checked it.
 
-constexpr int kTile = 64;        // queries per block and keys per step
-constexpr int kHead = 64;        // the largest head dimension (e and f)
-constexpr int kScoreStride = 68; // floats per score row (fewer bank conflicts)
-constexpr int kSplitTerms = 3;   // bf16 terms per probability
+constexpr int kTile = 64;      // queries per block and keys per step
+constexpr int kHead = 64;      // the largest head dimension (e and f)
+constexpr int kSplitTerms = 3; // bf16 terms per probability
+// Padded rows, so that the softmax's accesses (each lane four adjacent
+// columns of its row: 16-byte score loads and stores, 8-byte term stores)
+// spread over all banks: score rows start 288 bytes apart, so the 8 lanes
+// (4 rows) of each quarter-warp phase of a 16-byte access hit 8 different
+// 16-byte bank groups; term rows 144 bytes apart, so the 16 lanes (8 rows)
+// of each half-warp phase of an 8-byte access hit 16 different bank pairs.
+constexpr int kScoreStride = 72; // floats per score row
+constexpr int kTermStride = 72;  // bf16 per row of a probability term
 
 // Dynamic shared memory, every part a multiple of 32 bytes (WMMA's pointer
 // alignment): queries, keys and values (kTile x kHead each), scores (f32,
 // later the tile's P·V), the probabilities' bf16 terms, and per-row max,
-// sum and rescale factor. 67,328 bytes: over the 48 KB a block gets unasked.
+// sum and rescale factor. 71,424 bytes: over the 48 KB a block gets
+// unasked; three blocks still fit an SM of an H100 or H200.
 constexpr size_t kTileBytes = kTile * kHead * sizeof(uint16_t);
 constexpr size_t kScoreBytes = kTile * kScoreStride * sizeof(float);
+constexpr size_t kTermBytes = kTile * kTermStride * sizeof(uint16_t);
 constexpr size_t kAttentionSharedBytes = 3 * kTileBytes + kScoreBytes +
-                                         kSplitTerms * kTileBytes +
+                                         kSplitTerms * kTermBytes +
                                          3 * kTile * sizeof(float);
 
 template <int Dtype> struct WmmaType;
@@ -155,8 +164,12 @@ __device__ void warpTileProduct(const Element *a, int lda, int steps,
                               wmma::mem_row_major);
 }
 
+// Shared memory allows three blocks per SM, so registers may go up to 168
+// per thread at no cost in occupancy; without that bound, ptxas held the
+// bf16 kernel to 128 and spilled. (The f16 kernel, P V on the CUDA cores,
+// spills 8 bytes under it; unbounded it takes 197 and two blocks per SM.)
 template <int Dtype>
-__global__ void __launch_bounds__(kAttentionThreads)
+__global__ void __launch_bounds__(kAttentionThreads, 3)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
                          const uint16_t *v, uint16_t *out, int64_t inner,
                          int64_t s, int64_t t, int e, int f,
@@ -171,7 +184,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
   float *scores = reinterpret_cast<float *>(values + kTile * kHead);
   uint16_t *terms = reinterpret_cast<uint16_t *>(scores + kTile * kScoreStride);
   float *rowMax =
-      reinterpret_cast<float *>(terms + kSplitTerms * kTile * kTile);
+      reinterpret_cast<float *>(terms + kSplitTerms * kTile * kTermStride);
   float *rowSum = rowMax + kTile, *rowScale = rowSum + kTile;
 
   // Causal: the last queries see the most keys, so their blocks start
@@ -193,10 +206,14 @@ __global__ void __launch_bounds__(kAttentionThreads)
     rowMax[tid] = -INFINITY;
     rowSum[tid] = 0.0f;
   }
-  // Each thread owns 4 rows x 8 columns of the output, in f32.
+  // Each thread owns 4 rows x 8 columns of the output, in f32: columns
+  // 4g..4g+3 and 32+4g..32+4g+3 for its column group g, so that the eight
+  // threads of a row read each half of it (128 bytes of f32) in one
+  // conflict-free phase of 16-byte accesses.
   static_assert(kAttentionThreads == 128 && kTile == 64 && kHead == 64,
                 "16 groups of 4 rows by 8 groups of 8 columns");
   const int rowGroup = tid / 8, colGroup = tid % 8;
+  auto outColumn = [&](int c) { return (c / 4) * 32 + colGroup * 4 + c % 4; };
   float acc[4][8];
   for (int i = 0; i < 4; ++i)
     for (int c = 0; c < 8; ++c)
@@ -236,47 +253,63 @@ __global__ void __launch_bounds__(kAttentionThreads)
         4, 0, scores + warp * 16 * kScoreStride);
     __syncwarp();
     // Online softmax: two lanes per row of the warp's 16 (lanes 2i and
-    // 2i + 1 take row 16w + i, on alternate columns), so that each of the
-    // row's reductions is one shuffle. Each lane walks its 32 columns from
-    // a different start (its row's number), which keeps the lanes of one
-    // access in different shared-memory banks.
+    // 2i + 1 take row 16w + i), so that each of the row's reductions is one
+    // shuffle. Each lane takes groups of four adjacent columns (group g,
+    // columns 4g..4g+3, for g = 2j + the lane's half), read in one 16-byte
+    // access and written (as each bf16 term, or as f32) in one.
     {
       const int r = warp * 16 + lane / 2, half = lane % 2;
       const int64_t query = q0 + r;
-      auto column = [&](int j) { return half + 2 * ((j + r) % (kTile / 2)); };
+      float *row = scores + r * kScoreStride;
       auto visible = [&](int col) {
         int64_t key = k0 + col;
         return query < s && key < t && (!causal || key <= query);
       };
       // The scaled score is rounded before the subtraction (never fused
       // into one FMA): the row's maximum itself must give exp(0) = 1.
-      auto scaled = [&](int col) {
-        return __fmul_rn(scores[r * kScoreStride + col], scale);
+      auto group = [&](int j, float scaled[4]) {
+        float4 x = load16(row + 4 * (2 * j + half));
+        scaled[0] = __fmul_rn(x.x, scale);
+        scaled[1] = __fmul_rn(x.y, scale);
+        scaled[2] = __fmul_rn(x.z, scale);
+        scaled[3] = __fmul_rn(x.w, scale);
       };
       float tileMax = -INFINITY;
-      // Unrolled a little: fully, the f16 kernel took 252 registers.
-#pragma unroll 4
-      for (int j = 0; j < kTile / 2; ++j) {
-        int col = column(j);
-        if (visible(col))
-          tileMax = fmaxf(tileMax, scaled(col));
+      for (int j = 0; j < kTile / 8; ++j) {
+        float scaled[4];
+        group(j, scaled);
+        for (int c = 0; c < 4; ++c)
+          if (visible(4 * (2 * j + half) + c))
+            tileMax = fmaxf(tileMax, scaled[c]);
       }
       tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
       float oldMax = rowMax[r], newMax = fmaxf(oldMax, tileMax);
       float partial = 0.0f;
-#pragma unroll 4
-      for (int j = 0; j < kTile / 2; ++j) {
-        int col = column(j);
-        float p = visible(col) ? expf(scaled(col) - newMax) : 0.0f;
-        partial += p;
+      // Unrolled a little: fully, the f16 kernel took 252 registers.
+#pragma unroll 2
+      for (int j = 0; j < kTile / 8; ++j) {
+        const int first = 4 * (2 * j + half);
+        float scaled[4], p[4];
+        group(j, scaled);
+        for (int c = 0; c < 4; ++c) {
+          p[c] = visible(first + c) ? expf(scaled[c] - newMax) : 0.0f;
+          partial += p[c];
+        }
         if constexpr (Dtype == LOOMRT_BF16) {
           // Split at once into the exact bf16 terms that P V multiplies.
-          uint16_t split[kSplitTerms];
-          loomrt_split_bf16x3(p, split);
+          // words[term][h]: the term's bf16 of columns 2h and 2h + 1.
+          unsigned words[kSplitTerms][2] = {};
+          for (int c = 0; c < 4; ++c) {
+            uint16_t split[kSplitTerms];
+            loomrt_split_bf16x3(p[c], split);
+            for (int term = 0; term < kSplitTerms; ++term)
+              words[term][c / 2] |= unsigned(split[term]) << (16 * (c % 2));
+          }
           for (int term = 0; term < kSplitTerms; ++term)
-            terms[term * kTile * kTile + r * kTile + col] = split[term];
+            store8(terms + term * kTile * kTermStride + r * kTermStride + first,
+                   make_uint2(words[term][0], words[term][1]));
         } else {
-          scores[r * kScoreStride + col] = p;
+          store16(row + first, make_float4(p[0], p[1], p[2], p[3]));
         }
       }
       // The shuffle also orders both lanes' reads of rowMax before the write.
@@ -299,21 +332,29 @@ __global__ void __launch_bounds__(kAttentionThreads)
     if constexpr (Dtype == LOOMRT_BF16) {
       // This tile's P V for the warp's rows, over all three terms.
       warpTileProduct<Element, nvcuda::wmma::row_major, kSplitTerms>(
-          reinterpret_cast<const Element *>(terms) + warp * 16 * kTile, kTile,
-          kTile / 16, reinterpret_cast<const Element *>(values), kHead,
-          16 * kHead, 16, fTiles, kTile * kTile,
+          reinterpret_cast<const Element *>(terms) + warp * 16 * kTermStride,
+          kTermStride, kTile / 16, reinterpret_cast<const Element *>(values),
+          kHead, 16 * kHead, 16, fTiles, kTile * kTermStride,
           scores + warp * 16 * kScoreStride);
       __syncwarp();
+      // The product covers fTiles * 16 columns, a multiple of 16: each of
+      // this thread's groups of four columns is in it whole or not at all.
       for (int i = 0; i < 4; ++i)
-        for (int c = 0; c < 8; ++c)
-          if (colGroup * 8 + c < fTiles * 16)
-            acc[i][c] +=
-                scores[(rowGroup * 4 + i) * kScoreStride + colGroup * 8 + c];
+        for (int half = 0; half < 2; ++half) {
+          if (outColumn(4 * half) >= fTiles * 16)
+            continue;
+          float4 product = load16(scores + (rowGroup * 4 + i) * kScoreStride +
+                                  outColumn(4 * half));
+          acc[i][4 * half + 0] += product.x;
+          acc[i][4 * half + 1] += product.y;
+          acc[i][4 * half + 2] += product.z;
+          acc[i][4 * half + 3] += product.w;
+        }
     } else {
       for (int j = 0; j < kTile; ++j) {
         float value[8], p[4];
         for (int c = 0; c < 8; ++c)
-          value[c] = loomrt_f16_to_f32(values[j * kHead + colGroup * 8 + c]);
+          value[c] = loomrt_f16_to_f32(values[j * kHead + outColumn(c)]);
         for (int i = 0; i < 4; ++i)
           p[i] = scores[(rowGroup * 4 + i) * kScoreStride + j];
         for (int i = 0; i < 4; ++i)
@@ -329,24 +370,35 @@ __global__ void __launch_bounds__(kAttentionThreads)
     if (query >= s)
       continue;
     float total = rowSum[r];
+    uint16_t y[8];
     for (int c = 0; c < 8; ++c) {
-      int col = colGroup * 8 + c;
-      if (col >= f)
-        continue;
-      float y = acc[i][c] / total;
-      ob[query * at.row[3] + col] =
-          Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(y) : loomrt_f32_to_f16(y);
+      float value = acc[i][c] / total;
+      y[c] = Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(value)
+                                  : loomrt_f32_to_f16(value);
     }
+    uint16_t *outRow = ob + query * at.row[3];
+    if (packs) {
+      // Full-width rows: each group of four columns in one access, the
+      // eight threads of a row writing each half of it whole.
+      for (int half = 0; half < 2; ++half)
+        store8(outRow + outColumn(4 * half),
+               make_uint2(y[4 * half] | unsigned(y[4 * half + 1]) << 16,
+                          y[4 * half + 2] | unsigned(y[4 * half + 3]) << 16));
+      continue;
+    }
+    for (int c = 0; c < 8; ++c)
+      if (outColumn(c) < f)
+        outRow[outColumn(c)] = y[c];
   }
 }
 
-/// Whether the kernel may move full 64-wide rows of q, k and v as 16-byte
-/// packs: full-width heads whose every row starts 16-byte aligned.
-inline bool fusedAttentionPacks(const void *const bases[3],
+/// Whether the kernel may move full 64-wide rows of q, k, v and out as
+/// 16-byte packs: full-width heads whose every row starts 16-byte aligned.
+inline bool fusedAttentionPacks(const void *const bases[4],
                                 const AttentionStrides &at, int64_t e,
                                 int64_t f) {
   bool packs = e == kHead && f == kHead;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 4; ++i)
     packs = packs && reinterpret_cast<uintptr_t>(bases[i]) % 16 == 0 &&
             at.outer[i] % 8 == 0 && at.inner[i] % 8 == 0 && at.row[i] % 8 == 0;
   return packs;

@@ -1109,7 +1109,7 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
                           double scale) {
   if (!fusedAttentionFits<Dtype>())
     return false;
-  const void *bases[3] = {q, k, v};
+  const void *bases[4] = {q, k, v, out};
   bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
   fusedAttentionKernel<Dtype>

@@ -28,6 +28,21 @@ __device__ __forceinline__ void store16(void *p, uint4 value) {
   *static_cast<uint4 *>(p) = value;
 }
 
+__device__ __forceinline__ float4 load16(const float *p) {
+  LOOMRT_CHECK_ALIGNED(p, 16);
+  return *reinterpret_cast<const float4 *>(p);
+}
+
+__device__ __forceinline__ void store16(float *p, float4 value) {
+  LOOMRT_CHECK_ALIGNED(p, 16);
+  *reinterpret_cast<float4 *>(p) = value;
+}
+
+__device__ __forceinline__ void store8(void *p, uint2 value) {
+  LOOMRT_CHECK_ALIGNED(p, 8);
+  *static_cast<uint2 *>(p) = value;
+}
+
 } // namespace loomrt
 
 #endif // LOOM_RUNTIME_CUDA_PACKS_CUH

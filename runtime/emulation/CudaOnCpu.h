@@ -48,7 +48,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __restrict__ __restrict
-#define __launch_bounds__(threads)
+#define __launch_bounds__(...)
 // A block's static shared arrays: one per kernel and host thread, shared by
 // the block's fibers (blocks run one after another).
 #define __shared__ static thread_local
@@ -395,8 +395,15 @@ struct uint4 {
 struct uint2 {
   unsigned x, y;
 };
+struct float4 {
+  float x, y, z, w;
+};
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
   return uint4{x, y, z, w};
+}
+inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) {
+  return float4{x, y, z, w};
 }
 
 /// Storage types as the kernel names them; WMMA widens them exactly.
