@@ -132,10 +132,12 @@ struct AttentionStrides {
 /// a + term * termStride, `lda` per row) times the right operand, whose
 /// 16 x 16 block (step, c) is at b + step * stepStride + c * tileStride
 /// (`Layout`, `ldb`). Tiles up to 4, loops of constant bound, so the
-/// fragments stay in registers. The terms are summed one after another
-/// (all of the first term's products, then the second's...): interleaving
-/// them per 16 keys moved a few sums that nearly cancel by up to 3 bf16
-/// ulps in the CUDA emulation (bench/gpu/attention.loom).
+/// fragments stay in registers. Each block of the right operand is loaded
+/// once for all terms (16 loads of V for P V's three terms instead of 48;
+/// shared-memory bandwidth bounds this kernel), so the terms' products are
+/// summed interleaved, step by step: an order of the f32 additions like
+/// any other (docs/language.md 11.2), which moves outputs whose terms
+/// nearly cancel by more than 1 ulp, within 2^-12 of the terms' magnitude.
 template <typename Element, typename Layout, int Terms>
 __device__ void warpTileProduct(const Element *a, int lda, int steps,
                                 const Element *b, int ldb, int stepStride,
@@ -145,19 +147,22 @@ __device__ void warpTileProduct(const Element *a, int lda, int steps,
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
   for (int c = 0; c < 4; ++c)
     wmma::fill_fragment(tile[c], 0.0f);
-  for (int term = 0; term < Terms; ++term)
-    for (int step = 0; step < steps; ++step) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major> left;
-      wmma::load_matrix_sync(left, a + term * termStride + step * 16, lda);
-      for (int c = 0; c < 4; ++c) {
-        if (c >= tiles)
-          continue;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, Layout> right;
-        wmma::load_matrix_sync(right, b + step * stepStride + c * tileStride,
-                               ldb);
-        wmma::mma_sync(tile[c], left, right, tile[c]);
-      }
+  for (int step = 0; step < steps; ++step) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major>
+        left[Terms];
+    for (int term = 0; term < Terms; ++term)
+      wmma::load_matrix_sync(left[term], a + term * termStride + step * 16,
+                             lda);
+    for (int c = 0; c < 4; ++c) {
+      if (c >= tiles)
+        continue;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, Element, Layout> right;
+      wmma::load_matrix_sync(right, b + step * stepStride + c * tileStride,
+                             ldb);
+      for (int term = 0; term < Terms; ++term)
+        wmma::mma_sync(tile[c], left[term], right, tile[c]);
     }
+  }
   for (int c = 0; c < 4; ++c)
     if (c < tiles)
       wmma::store_matrix_sync(out + c * 16, tile[c], kScoreStride,
