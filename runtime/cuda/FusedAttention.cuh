@@ -126,10 +126,14 @@ struct AttentionStrides {
   int64_t outer[4], inner[4], row[4];
 };
 
+template <typename Element>
+using LeftFragment = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16,
+                                            Element, nvcuda::wmma::row_major>;
+
 /// One warp's 16 x (16 * tiles) block of a product on the tensor cores, in
 /// f32, stored row-major at `out` (kScoreStride floats per row): the sum
-/// over `Terms` left operands (row-major 16 x (16 * steps) at
-/// a + term * termStride, `lda` per row) times the right operand, whose
+/// over `Terms` left operands (16 x (16 * steps); `left(step, fragments)`
+/// sets the terms' 16 x 16 blocks of a step) times the right operand, whose
 /// 16 x 16 block (step, c) is at b + step * stepStride + c * tileStride
 /// (`Layout`, `ldb`). Tiles up to 4, loops of constant bound, so the
 /// fragments stay in registers. Each block of the right operand is loaded
@@ -138,21 +142,23 @@ struct AttentionStrides {
 /// summed interleaved, step by step: an order of the f32 additions like
 /// any other (docs/language.md 11.2), which moves outputs whose terms
 /// nearly cancel by more than 1 ulp, within 2^-12 of the terms' magnitude.
-template <typename Element, typename Layout, int Terms>
-__device__ void warpTileProduct(const Element *a, int lda, int steps,
-                                const Element *b, int ldb, int stepStride,
-                                int tileStride, int tiles, int termStride,
+template <typename Element, typename Layout, int Terms, typename Left>
+__device__ void warpTileProduct(Left left, int steps, const Element *b, int ldb,
+                                int stepStride, int tileStride, int tiles,
                                 float *out) {
   using namespace nvcuda;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> tile[4];
   for (int c = 0; c < 4; ++c)
     wmma::fill_fragment(tile[c], 0.0f);
-  for (int step = 0; step < steps; ++step) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, Element, wmma::row_major>
-        left[Terms];
-    for (int term = 0; term < Terms; ++term)
-      wmma::load_matrix_sync(left[term], a + term * termStride + step * 16,
-                             lda);
+  // A constant bound (steps <= 4: kHead / 16 and kTile / 16), so the loop
+  // unrolls and `left` indexes register arrays, not local memory.
+  static_assert(kHead == kTile, "four steps of 16 in either product");
+#pragma unroll
+  for (int step = 0; step < kTile / 16; ++step) {
+    if (step >= steps)
+      break;
+    LeftFragment<Element> terms[Terms];
+    left(step, terms);
     for (int c = 0; c < 4; ++c) {
       if (c >= tiles)
         continue;
@@ -160,7 +166,7 @@ __device__ void warpTileProduct(const Element *a, int lda, int steps,
       wmma::load_matrix_sync(right, b + step * stepStride + c * tileStride,
                              ldb);
       for (int term = 0; term < Terms; ++term)
-        wmma::mma_sync(tile[c], left[term], right, tile[c]);
+        wmma::mma_sync(tile[c], terms[term], right, tile[c]);
     }
   }
   for (int c = 0; c < 4; ++c)
@@ -171,8 +177,7 @@ __device__ void warpTileProduct(const Element *a, int lda, int steps,
 
 // Shared memory allows three blocks per SM, so registers may go up to 168
 // per thread at no cost in occupancy; without that bound, ptxas held the
-// bf16 kernel to 128 and spilled. (The f16 kernel, P V on the CUDA cores,
-// spills 8 bytes under it; unbounded it takes 197 and two blocks per SM.)
+// bf16 kernel to 128 and spilled.
 template <int Dtype>
 __global__ void __launch_bounds__(kAttentionThreads, 3)
     fusedAttentionKernel(const uint16_t *q, const uint16_t *k,
@@ -211,6 +216,18 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     rowMax[tid] = -INFINITY;
     rowSum[tid] = 0.0f;
   }
+  // Each warp's 16 rows of queries stay in registers for every tile of
+  // keys (2 KB of shared-memory reads per warp and tile saved).
+  __syncthreads();
+  const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
+  LeftFragment<Element> queryRows[kHead / 16];
+  for (int step = 0; step < kHead / 16; ++step)
+    if (step < eSteps)
+      nvcuda::wmma::load_matrix_sync(
+          queryRows[step],
+          reinterpret_cast<const Element *>(queries) + warp * 16 * kHead +
+              step * 16,
+          kHead);
   // Each thread owns 4 rows x 8 columns of the output, in f32: columns
   // 4g..4g+3 and 32+4g..32+4g+3 for its column group g, so that the eight
   // threads of a row read each half of it (128 bytes of f32) in one
@@ -225,7 +242,6 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
       acc[i][c] = 0.0f;
 
   int64_t lastKey = causal ? min(t, q0 + kTile) : t;
-  const int eSteps = (e + 15) / 16, fTiles = (f + 15) / 16;
   // With packs, each tile's keys and values are fetched into registers
   // during the previous tile's work.
   TilePacks nextKeys, nextValues;
@@ -253,9 +269,11 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     // warp's softmax overlaps another's products.
     // Scores: K^T in column-major order is K in row-major order.
     warpTileProduct<Element, nvcuda::wmma::col_major, 1>(
-        reinterpret_cast<const Element *>(queries) + warp * 16 * kHead, kHead,
+        [&](int step, LeftFragment<Element> *terms) {
+          terms[0] = queryRows[step];
+        },
         eSteps, reinterpret_cast<const Element *>(keys), kHead, 16, 16 * kHead,
-        4, 0, scores + warp * 16 * kScoreStride);
+        4, scores + warp * 16 * kScoreStride);
     __syncwarp();
     // Online softmax: two lanes per row of the warp's 16 (lanes 2i and
     // 2i + 1 take row 16w + i), so that each of the row's reductions is one
@@ -336,11 +354,18 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     }
     if constexpr (Dtype == LOOMRT_BF16) {
       // This tile's P V for the warp's rows, over all three terms.
+      const Element *warpTerms =
+          reinterpret_cast<const Element *>(terms) + warp * 16 * kTermStride;
       warpTileProduct<Element, nvcuda::wmma::row_major, kSplitTerms>(
-          reinterpret_cast<const Element *>(terms) + warp * 16 * kTermStride,
-          kTermStride, kTile / 16, reinterpret_cast<const Element *>(values),
-          kHead, 16 * kHead, 16, fTiles, kTile * kTermStride,
-          scores + warp * 16 * kScoreStride);
+          [&](int step, LeftFragment<Element> *split) {
+            for (int term = 0; term < kSplitTerms; ++term)
+              nvcuda::wmma::load_matrix_sync(
+                  split[term],
+                  warpTerms + term * kTile * kTermStride + step * 16,
+                  kTermStride);
+          },
+          kTile / 16, reinterpret_cast<const Element *>(values), kHead,
+          16 * kHead, 16, fTiles, scores + warp * 16 * kScoreStride);
       __syncwarp();
       // The product covers fTiles * 16 columns, a multiple of 16: each of
       // this thread's groups of four columns is in it whole or not at all.
