@@ -570,6 +570,10 @@ const char *kUsage =
     "                           kernels, fused attention, strided GEMM plans, "
     "32-bit\n"
     "                           operand gathers)\n"
+    "  LOOMRT_ATTENTION=wmma    CUDA: with LOOMRT_FAST_KERNELS=1, bf16's fused "
+    "attention\n"
+    "                           on its WMMA kernel instead of the mma.sync one "
+    "(mma)\n"
     "  LOOMRT_PACK_GEMMS=1      CPU: pack every GEMM operand instead of "
     "strided plans\n"
     "  LOOMRT_PEAKS=GBPS,TFLOPS --profile's peaks, e.g. a datasheet's "
@@ -680,6 +684,13 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     }
     options.peakBytes = bandwidth * 1e9;
     options.peakFlops = throughput * 1e12;
+  }
+  const char *attention = getenv("LOOMRT_ATTENTION");
+  if (attention && *attention && strcmp(attention, "mma") != 0 &&
+      strcmp(attention, "wmma") != 0) {
+    error = std::string("LOOMRT_ATTENTION must be mma or wmma, not '") +
+            attention + "'";
+    return false;
   }
   return true;
 }

@@ -19,8 +19,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
-#include <set>
 #include <vector>
 
 namespace {
@@ -79,6 +79,8 @@ struct Case {
                     std::vector<uint16_t> &v) = nullptr;
   /// The accepted distance beyond 1 ulp, as a fraction of the magnitude.
   double relative = 1.0 / 65536;
+  /// bf16 on the WMMA kernel instead of the mma.sync one.
+  bool wmma = false;
 };
 
 /// The outputs further than 1 ulp from the exact result rounded once, and
@@ -130,16 +132,23 @@ Outcome runCase(const Case &c, bool &packs) {
   packs = fusedAttentionPacks(bases, at, c.e, c.f);
   cuda_on_cpu::Dim3 grid{unsigned((c.s + kTile - 1) / kTile),
                          unsigned(c.outer * c.inner), 1};
-  cuda_on_cpu::launch(grid, kAttentionThreads, kAttentionSharedBytes, [&] {
-    if (c.dtype == LOOMRT_BF16)
-      fusedAttentionKernel<LOOMRT_BF16>(
-          qData.data(), kData.data(), vData.data(), outData.data(), c.inner,
-          c.s, c.t, int(c.e), int(c.f), at, c.causal, float(scale), packs);
-    else
-      fusedAttentionKernel<LOOMRT_F16>(
-          qData.data(), kData.data(), vData.data(), outData.data(), c.inner,
-          c.s, c.t, int(c.e), int(c.f), at, c.causal, float(scale), packs);
-  });
+  bool mma = c.dtype == LOOMRT_BF16 && !c.wmma;
+  cuda_on_cpu::launch(
+      grid, kAttentionThreads, mma ? kMmaSharedBytes : kAttentionSharedBytes,
+      [&] {
+        if (mma)
+          mmaAttentionKernel(qData.data(), kData.data(), vData.data(),
+                             outData.data(), c.inner, c.s, c.t, int(c.e),
+                             int(c.f), at, c.causal, float(scale), packs);
+        else if (c.dtype == LOOMRT_BF16)
+          fusedAttentionKernel<LOOMRT_BF16>(
+              qData.data(), kData.data(), vData.data(), outData.data(), c.inner,
+              c.s, c.t, int(c.e), int(c.f), at, c.causal, float(scale), packs);
+        else
+          fusedAttentionKernel<LOOMRT_F16>(
+              qData.data(), kData.data(), vData.data(), outData.data(), c.inner,
+              c.s, c.t, int(c.e), int(c.f), at, c.causal, float(scale), packs);
+      });
 
   Outcome outcome;
   std::vector<double> scores(size_t(c.t));
@@ -183,17 +192,20 @@ Outcome runCase(const Case &c, bool &packs) {
 /// Whether the lanes of a warp's access, `bytes` each at `address(lane)`,
 /// fall in different shared-memory banks (32 of 4 bytes) within each phase:
 /// a 16-byte access goes in four phases of 8 lanes, an 8-byte one in two of
-/// 16. Two lanes of a phase in one bank at different addresses wait for
-/// each other; the emulation cannot show that, so the layout is checked
-/// here.
+/// 16, smaller ones in one. Two lanes of a phase in one bank at different
+/// words wait for each other (lanes reading the same word do not); the
+/// emulation cannot show that, so the layout is checked here.
 template <typename Address> bool conflictFree(int bytes, Address address) {
-  int lanesPerPhase = 128 / bytes;
+  int lanesPerPhase = std::min(32, 128 / bytes);
   for (int first = 0; first < 32; first += lanesPerPhase) {
-    std::set<int64_t> banks;
+    std::map<int64_t, int64_t> wordOfBank;
     for (int lane = first; lane < first + lanesPerPhase; ++lane)
-      for (int word = 0; word < bytes / 4; ++word)
-        if (!banks.insert((address(lane) / 4 + word) % 32).second)
+      for (int64_t word = address(lane) / 4;
+           word < (address(lane) + bytes + 3) / 4; ++word) {
+        auto [it, inserted] = wordOfBank.emplace(word % 32, word);
+        if (!inserted && it->second != word)
           return false;
+      }
   }
   return true;
 }
@@ -237,6 +249,42 @@ TEST(FusedAttentionTest, SharedAccessesFreeOfBankConflicts) {
                                  }))
             << "P V, warp " << warp << ", row " << i << ", half " << half;
   }
+}
+
+TEST(FusedAttentionTest, MmaKernelFragmentLoadsFreeOfBankConflicts) {
+  // Lane = 4 * group + quad. The queries' and keys' fragments: words at row
+  // 8n + group (a key; or a query row), column 16 * step + 2 * quad (+ 8).
+  // V's: halves at row 16 * step + 2 * quad (+ 1, + 8, + 9), column
+  // 8c + group.
+  for (int step = 0; step < 4; ++step)
+    for (int n = 0; n < 8; ++n)
+      for (int high = 0; high < 2; ++high) {
+        EXPECT_TRUE(conflictFree(
+            4,
+            [&](int lane) {
+              return int64_t((n * 8 + lane / 4) * kMmaStride + step * 16 +
+                             8 * high + 2 * (lane % 4)) *
+                     2;
+            }))
+            << "keys, step " << step << ", block " << n;
+        for (int odd = 0; odd < 2; ++odd)
+          EXPECT_TRUE(conflictFree(
+              2,
+              [&](int lane) {
+                return int64_t((step * 16 + 2 * (lane % 4) + 8 * high + odd) *
+                                   kMmaStride +
+                               n * 8 + lane / 4) *
+                       2;
+              }))
+              << "values, step " << step << ", block " << n;
+        // Unpadded rows (64 elements) would put the 8 keys of a block in
+        // one bank.
+        EXPECT_FALSE(conflictFree(4, [&](int lane) {
+          return int64_t((n * 8 + lane / 4) * kTile + step * 16 + 8 * high +
+                         2 * (lane % 4)) *
+                 2;
+        }));
+      }
 }
 
 TEST(FusedAttentionTest, Bf16CausalFullHeadsInPacks) {
@@ -301,6 +349,16 @@ TEST(FusedAttentionTest, Bf16ThirdTermCounts) {
   Outcome outcome = runCase(c, packs);
   EXPECT_EQ(outcome.rejected, 0);
   EXPECT_FALSE(packs);
+}
+
+TEST(FusedAttentionTest, Bf16OnTheWmmaKernel) {
+  // LOOMRT_ATTENTION=wmma: bf16 on the WMMA kernel, packed and padded.
+  for (Case c : {Case{LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true},
+                 Case{LOOMRT_BF16, 2, 3, 70, 50, 40, 24, false, true}}) {
+    c.wmma = true;
+    bool packs = false;
+    EXPECT_EQ(runCase(c, packs).rejected, 0);
+  }
 }
 
 TEST(FusedAttentionTest, F16CausalOnTheCudaCores) {

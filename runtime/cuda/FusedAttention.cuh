@@ -14,6 +14,7 @@
 
 #include "loomrt.h"
 #include "runtime/SplitBf16.h"
+#include "runtime/cuda/Mma.cuh"
 #include "runtime/cuda/Packs.cuh"
 
 #include <cstdint>
@@ -96,34 +97,105 @@ __device__ void fetchTilePacks(TilePacks &held, const uint16_t *matrix,
   }
 }
 
-__device__ void storeTilePacks(uint16_t *tile, const TilePacks &held) {
-  for (int n = 0; n < kPacksPerThread; ++n)
-    store16(tile + (threadIdx.x + n * kAttentionThreads) * 8, held.pack[n]);
+/// Stores the packs into a tile whose rows are `tileStride` elements apart
+/// (a multiple of 8).
+__device__ void storeTilePacks(uint16_t *tile, const TilePacks &held,
+                               int tileStride) {
+  for (int n = 0; n < kPacksPerThread; ++n) {
+    int i = threadIdx.x + n * kAttentionThreads;
+    store16(tile + (i / kPacksPerRow) * tileStride + (i % kPacksPerRow) * 8,
+            held.pack[n]);
+  }
 }
 
 /// Rows first..first+63 of a [rows, width] matrix (`rowStride` elements
-/// apart) into a kTile x kHead tile, zero beyond `rows` and `width`.
-/// Full-width rows (128 bytes) move as eight 16-byte packs when the caller
-/// has checked that every row is 16-byte aligned.
+/// apart) into a kTile x kHead tile (rows `tileStride` apart), zero beyond
+/// `rows` and `width`. Full-width rows (128 bytes) move as eight 16-byte
+/// packs when the caller has checked that every row is 16-byte aligned.
 __device__ void loadAttentionTile(uint16_t *tile, const uint16_t *matrix,
                                   int64_t first, int64_t rows, int width,
-                                  int64_t rowStride, bool packs) {
+                                  int64_t rowStride, bool packs,
+                                  int tileStride) {
   if (packs) {
     TilePacks held;
     fetchTilePacks(held, matrix, first, rows, rowStride);
-    storeTilePacks(tile, held);
+    storeTilePacks(tile, held, tileStride);
     return;
   }
   for (int i = threadIdx.x; i < kTile * kHead; i += blockDim.x) {
     int64_t row = first + i / kHead;
     int col = i % kHead;
-    tile[i] = row < rows && col < width ? matrix[row * rowStride + col] : 0;
+    tile[(i / kHead) * tileStride + col] =
+        row < rows && col < width ? matrix[row * rowStride + col] : 0;
   }
 }
 
 /// Element strides of attention's q, k, v and out, passed by value.
 struct AttentionStrides {
   int64_t outer[4], inner[4], row[4];
+};
+
+/// What a block of either attention kernel works on: 64 queries of one
+/// batch entry (blockIdx.y). Causal: the last queries see the most keys,
+/// so their blocks start first (GPUs start blocks in about index order)
+/// and the short ones fill the end.
+struct AttentionBlock {
+  int64_t q0, lastKey;
+  const uint16_t *q, *k, *v;
+  uint16_t *out;
+};
+
+__device__ AttentionBlock attentionBlock(const uint16_t *q, const uint16_t *k,
+                                         const uint16_t *v, uint16_t *out,
+                                         int64_t inner, int64_t t,
+                                         const AttentionStrides &at,
+                                         int causal) {
+  const int64_t b = blockIdx.y, bo = b / inner, bi = b % inner;
+  AttentionBlock block;
+  block.q0 = int64_t(causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kTile;
+  block.lastKey = causal ? min(t, block.q0 + kTile) : t;
+  block.q = q + bo * at.outer[0] + bi * at.inner[0];
+  block.k = k + bo * at.outer[1] + bi * at.inner[1];
+  block.v = v + bo * at.outer[2] + bi * at.inner[2];
+  block.out = out + bo * at.outer[3] + bi * at.inner[3];
+  return block;
+}
+
+/// The block's keys and values, 64 rows at a time into shared tiles (rows
+/// `tileStride` apart). With packs, each tile's rows are fetched into
+/// registers during the previous tile's work: `start` fetches the first,
+/// `next` waits until every warp is done with the tiles, stores the rows
+/// fetched, and fetches the following ones.
+struct KeyValueTiles {
+  TilePacks keys, values;
+
+  __device__ void start(const AttentionBlock &block, int64_t t,
+                        const AttentionStrides &at, bool packs) {
+    if (packs && block.lastKey > 0) {
+      fetchTilePacks(keys, block.k, 0, t, at.row[1]);
+      fetchTilePacks(values, block.v, 0, t, at.row[2]);
+    }
+  }
+
+  __device__ void next(uint16_t *keyTile, uint16_t *valueTile, int64_t k0,
+                       const AttentionBlock &block, int64_t t, int e, int f,
+                       const AttentionStrides &at, bool packs, int tileStride) {
+    __syncthreads(); // every warp is done with the previous keys and values
+    if (packs) {
+      storeTilePacks(keyTile, keys, tileStride);
+      storeTilePacks(valueTile, values, tileStride);
+    } else {
+      loadAttentionTile(keyTile, block.k, k0, t, e, at.row[1], false,
+                        tileStride);
+      loadAttentionTile(valueTile, block.v, k0, t, f, at.row[2], false,
+                        tileStride);
+    }
+    __syncthreads();
+    if (packs && k0 + kTile < block.lastKey) {
+      fetchTilePacks(keys, block.k, k0 + kTile, t, at.row[1]);
+      fetchTilePacks(values, block.v, k0 + kTile, t, at.row[2]);
+    }
+  }
 };
 
 template <typename Element>
@@ -197,21 +269,13 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
       reinterpret_cast<float *>(terms + kSplitTerms * kTile * kTermStride);
   float *rowSum = rowMax + kTile, *rowScale = rowSum + kTile;
 
-  // Causal: the last queries see the most keys, so their blocks start
-  // first (GPUs start blocks in about index order) and the short ones
-  // fill the end.
-  const int64_t b = blockIdx.y,
-                q0 = int64_t(causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) *
-                     kTile;
-  const int64_t bo = b / inner, bi = b % inner;
+  const AttentionBlock block =
+      attentionBlock(q, k, v, out, inner, t, at, causal);
+  const int64_t q0 = block.q0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const uint16_t *qb = q + bo * at.outer[0] + bi * at.inner[0],
-                 *kb = k + bo * at.outer[1] + bi * at.inner[1],
-                 *vb = v + bo * at.outer[2] + bi * at.inner[2];
-  uint16_t *ob = out + bo * at.outer[3] + bi * at.inner[3];
 
   // This block's queries, zero beyond s and beyond e.
-  loadAttentionTile(queries, qb, q0, s, e, at.row[0], packs);
+  loadAttentionTile(queries, block.q, q0, s, e, at.row[0], packs, kHead);
   if (tid < kTile) {
     rowMax[tid] = -INFINITY;
     rowSum[tid] = 0.0f;
@@ -241,28 +305,10 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     for (int c = 0; c < 8; ++c)
       acc[i][c] = 0.0f;
 
-  int64_t lastKey = causal ? min(t, q0 + kTile) : t;
-  // With packs, each tile's keys and values are fetched into registers
-  // during the previous tile's work.
-  TilePacks nextKeys, nextValues;
-  if (packs && lastKey > 0) {
-    fetchTilePacks(nextKeys, kb, 0, t, at.row[1]);
-    fetchTilePacks(nextValues, vb, 0, t, at.row[2]);
-  }
-  for (int64_t k0 = 0; k0 < lastKey; k0 += kTile) {
-    __syncthreads(); // every warp is done with the previous keys and values
-    if (packs) {
-      storeTilePacks(keys, nextKeys);
-      storeTilePacks(values, nextValues);
-    } else {
-      loadAttentionTile(keys, kb, k0, t, e, at.row[1], false);
-      loadAttentionTile(values, vb, k0, t, f, at.row[2], false);
-    }
-    __syncthreads();
-    if (packs && k0 + kTile < lastKey) {
-      fetchTilePacks(nextKeys, kb, k0 + kTile, t, at.row[1]);
-      fetchTilePacks(nextValues, vb, k0 + kTile, t, at.row[2]);
-    }
+  KeyValueTiles tiles;
+  tiles.start(block, t, at, packs);
+  for (int64_t k0 = 0; k0 < block.lastKey; k0 += kTile) {
+    tiles.next(keys, values, k0, block, t, e, f, at, packs, kHead);
     // From here to the next tile, warp w works on rows 16w..16w+15 alone:
     // their scores, probability terms, statistics and (in its threads'
     // registers) outputs. So the warp synchronises only itself, and one
@@ -406,7 +452,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
       y[c] = Dtype == LOOMRT_BF16 ? loomrt_f32_to_bf16(value)
                                   : loomrt_f32_to_f16(value);
     }
-    uint16_t *outRow = ob + query * at.row[3];
+    uint16_t *outRow = block.out + query * at.row[3];
     if (packs) {
       // Full-width rows: each group of four columns in one access, the
       // eight threads of a row writing each half of it whole.
@@ -419,6 +465,170 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     for (int c = 0; c < 8; ++c)
       if (outColumn(c) < f)
         outRow[outColumn(c)] = y[c];
+  }
+}
+
+// The bf16 kernel with its products in registers (mma.sync, whose layouts
+// the PTX ISA documents): each warp keeps its 16 rows of queries, their
+// scores, probabilities and outputs in registers, and only the block's
+// keys and values pass through shared memory. A score's accumulator
+// element is, for the next product, the matching element of P as a left
+// operand, so P never leaves the registers. Rows of the shared tiles are
+// 72 elements (144 bytes) apart, so that the 32 lanes of a fragment load
+// reach 32 different banks.
+constexpr int kMmaStride = 72;
+constexpr size_t kMmaSharedBytes = 3 * kTile * kMmaStride * sizeof(uint16_t);
+
+__device__ __forceinline__ uint32_t sharedWord(const uint16_t *p) {
+  return *reinterpret_cast<const uint32_t *>(p);
+}
+__device__ __forceinline__ uint32_t pairOf(uint16_t low, uint16_t high) {
+  return low | uint32_t(high) << 16;
+}
+
+// Two blocks per SM: ptxas takes 254 registers without spilling; held to
+// 168 for three blocks, it spills 128 bytes.
+__global__ void __launch_bounds__(kAttentionThreads, 2)
+    mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                       uint16_t *out, int64_t inner, int64_t s, int64_t t,
+                       int e, int f, AttentionStrides at, int causal,
+                       float scale, bool packs) {
+  LOOMRT_DYNAMIC_SHARED(attentionShared);
+  uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
+  uint16_t *keys = queries + kTile * kMmaStride;
+  uint16_t *values = keys + kTile * kMmaStride;
+  const AttentionBlock block =
+      attentionBlock(q, k, v, out, inner, t, at, causal);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // This lane's rows of the block: row[h] = 16 * warp + group + 8 * h.
+  const int group = lane / 4, quad = lane % 4;
+  const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
+  const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
+  const int eSteps = (e + 15) / 16, fBlocks = (f + 7) / 8;
+
+  loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
+                    kMmaStride);
+  __syncthreads();
+  // The warp's queries as left operands, one per 16 columns of e.
+  uint32_t queryRows[kHead / 16][4];
+#pragma unroll
+  for (int step = 0; step < kHead / 16; ++step)
+    for (int i = 0; i < 4; ++i)
+      queryRows[step][i] = sharedWord(queries + row[i % 2] * kMmaStride +
+                                      step * 16 + 8 * (i / 2) + 2 * quad);
+
+  // Outputs (f columns in blocks of 8), and per row the running maximum
+  // and sum of exp; the lanes of a quad hold the same statistics.
+  float output[kHead / 8][4] = {};
+  float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
+
+  KeyValueTiles tiles;
+  tiles.start(block, t, at, packs);
+  for (int64_t k0 = 0; k0 < block.lastKey; k0 += kTile) {
+    tiles.next(keys, values, k0, block, t, e, f, at, packs, kMmaStride);
+    // Scores of keys k0 + 8n + 2 * quad + (i % 2) for row[i / 2].
+    float score[kTile / 8][4] = {};
+#pragma unroll
+    for (int step = 0; step < kHead / 16; ++step) {
+      if (step >= eSteps)
+        break;
+#pragma unroll
+      for (int n = 0; n < kTile / 8; ++n) {
+        const uint16_t *key =
+            keys + (n * 8 + group) * kMmaStride + step * 16 + 2 * quad;
+        uint32_t right[2] = {sharedWord(key), sharedWord(key + 8)};
+        mmaBf16(score[n], queryRows[step], right);
+      }
+    }
+    // Online softmax in f32. The scaled score is rounded before the
+    // subtraction (never fused into one FMA): the row's maximum itself
+    // must give exp(0) = 1.
+    auto visible = [&](int n, int i) {
+      int64_t key = k0 + n * 8 + 2 * quad + i % 2;
+      return query[i / 2] < s && key < t && (!causal || key <= query[i / 2]);
+    };
+    float tileMax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+      for (int i = 0; i < 4; ++i) {
+        score[n][i] = __fmul_rn(score[n][i], scale);
+        if (visible(n, i))
+          tileMax[i / 2] = fmaxf(tileMax[i / 2], score[n][i]);
+      }
+    float factor[2];
+    for (int h = 0; h < 2; ++h) {
+      tileMax[h] =
+          fmaxf(tileMax[h], __shfl_xor_sync(0xffffffffu, tileMax[h], 1));
+      tileMax[h] =
+          fmaxf(tileMax[h], __shfl_xor_sync(0xffffffffu, tileMax[h], 2));
+      float newMax = fmaxf(rowMax[h], tileMax[h]);
+      // Nothing visible yet (a padding row): nothing to rescale.
+      factor[h] = newMax == -INFINITY ? 1.0f : expf(rowMax[h] - newMax);
+      rowMax[h] = newMax;
+    }
+    float partial[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+      for (int i = 0; i < 4; ++i) {
+        score[n][i] = visible(n, i) ? expf(score[n][i] - rowMax[i / 2]) : 0.0f;
+        partial[i / 2] += score[n][i];
+      }
+    for (int h = 0; h < 2; ++h) {
+      partial[h] += __shfl_xor_sync(0xffffffffu, partial[h], 1);
+      partial[h] += __shfl_xor_sync(0xffffffffu, partial[h], 2);
+      rowSum[h] = rowSum[h] * factor[h] + partial[h];
+    }
+#pragma unroll
+    for (int c = 0; c < kHead / 8; ++c)
+      for (int i = 0; i < 4; ++i)
+        output[c][i] *= factor[i / 2];
+        // P V: P's 16 keys of a step are score blocks 2 * step and 2 * step +
+        // 1, each probability split exactly into three bf16 terms, whose
+        // products with V are exact; all three per block of V, summed in f32.
+#pragma unroll
+    for (int step = 0; step < kTile / 16; ++step) {
+      uint32_t terms[kSplitTerms][4];
+      for (int i = 0; i < 4; ++i) {
+        // Left operand word i: row group + 8 * (i % 2), keys of score
+        // block 2 * step + i / 2.
+        const float *pair = &score[2 * step + i / 2][2 * (i % 2)];
+        uint16_t low[kSplitTerms], high[kSplitTerms];
+        loomrt_split_bf16x3(pair[0], low);
+        loomrt_split_bf16x3(pair[1], high);
+        for (int term = 0; term < kSplitTerms; ++term)
+          terms[term][i] = pairOf(low[term], high[term]);
+      }
+#pragma unroll
+      for (int c = 0; c < kHead / 8; ++c) {
+        if (c >= fBlocks)
+          break;
+        // V's column 8c + group, keys 16 * step + 2 * quad (+1, +8, +9).
+        const uint16_t *value =
+            values + (step * 16 + 2 * quad) * kMmaStride + c * 8 + group;
+        uint32_t right[2] = {
+            pairOf(value[0], value[kMmaStride]),
+            pairOf(value[8 * kMmaStride], value[9 * kMmaStride])};
+        for (int term = 0; term < kSplitTerms; ++term)
+          mmaBf16(output[c], terms[term], right);
+      }
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    if (query[h] >= s)
+      continue;
+    uint16_t *outRow = block.out + query[h] * at.row[3];
+    for (int c = 0; c < kHead / 8; ++c) {
+      int col = c * 8 + 2 * quad;
+      uint16_t y[2] = {loomrt_f32_to_bf16(output[c][2 * h] / rowSum[h]),
+                       loomrt_f32_to_bf16(output[c][2 * h + 1] / rowSum[h])};
+      if (packs) {
+        *reinterpret_cast<uint32_t *>(outRow + col) = pairOf(y[0], y[1]);
+        continue;
+      }
+      for (int j = 0; j < 2; ++j)
+        if (col + j < f)
+          outRow[col + j] = y[j];
+    }
   }
 }
 

@@ -114,6 +114,17 @@ bool fastKernels() {
   return fast;
 }
 
+/// Whether bf16's fused attention runs on the WMMA kernel instead of the
+/// mma.sync one (LOOMRT_ATTENTION=wmma), so that a GPU run can compare them.
+bool wmmaAttention() {
+  static const bool wmma = [] {
+    // Its other values are refused when the options are read.
+    const char *value = getenv("LOOMRT_ATTENTION");
+    return value && strcmp(value, "wmma") == 0;
+  }();
+  return wmma;
+}
+
 int blocksFor(int64_t count, int threads = 256) {
   return int(std::max<int64_t>(
       1, std::min<int64_t>((count + threads - 1) / threads, 65535)));
@@ -1107,11 +1118,20 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
                           int64_t inner, int64_t s, int64_t t, int64_t e,
                           int64_t f, const AttentionStrides &at, int causal,
                           double scale) {
-  if (!fusedAttentionFits<Dtype>())
-    return false;
   const void *bases[4] = {q, k, v, out};
   bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
+  if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
+    // 27,648 bytes of shared memory: within what a block gets unasked.
+    mmaAttentionKernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
+        static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
+        static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
+        s, t, int(e), int(f), at, causal, float(scale), packs);
+    check(cudaGetLastError(), "fused attention");
+    return true;
+  }
+  if (!fusedAttentionFits<Dtype>())
+    return false;
   fusedAttentionKernel<Dtype>
       <<<grid, kAttentionThreads, kAttentionSharedBytes, d.stream>>>(
           static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),

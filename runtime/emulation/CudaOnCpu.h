@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <type_traits>
@@ -153,6 +154,8 @@ struct BlockRun {
   // Group 0 is the block, group 1 + w warp w.
   std::vector<int> arrived, generation, members;
   std::vector<float> exchange;
+  /// Each thread's operands of a warp's mma.sync (4 + 2 words).
+  std::vector<uint32_t> mmaOperands;
   const std::function<void()> *kernel = nullptr;
   int current = 0;
   bool inFiber = false;
@@ -234,6 +237,7 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
   if (threads % 32)
     r.members.back() = threads % 32;
   r.exchange.assign(size_t(threads), 0.0f);
+  r.mmaOperands.assign(size_t(threads) * 6, 0);
   run = &r;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
@@ -359,6 +363,50 @@ inline float shflXor(float value, int offset) {
   float other = run->exchange[size_t(warp * 32 + ((t % 32) ^ offset))];
   barrier(1 + warp); // no lane overwrites its slot before every lane has read
   return other;
+}
+
+/// PTX `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32` for the calling
+/// lane: d += A B over the warp's fragments, in the register layouts the
+/// PTX ISA documents (lane = 4 * group + t): A (16 x 16, row-major) a[0] =
+/// A[group][2t, 2t+1], a[1] = A[group + 8][2t, 2t+1], a[2] = A[group][2t+8,
+/// 2t+9], a[3] = A[group + 8][2t+8, 2t+9]; B (16 x 8, column-major) b[0] =
+/// B[2t, 2t+1][group], b[1] = B[2t+8, 2t+9][group]; C and D (16 x 8, f32)
+/// d[0..1] = D[group][2t, 2t+1], d[2..3] = D[group + 8][2t, 2t+1]. Each
+/// word holds two bf16, the lower column or row in its low half. The
+/// products are exact in f32 and added to c in k order (the hardware's
+/// order is its own).
+inline void mmaBf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  int t = int(threadIdx.x), warp = t / 32, lane = t % 32;
+  uint32_t *mine = &run->mmaOperands[size_t(t) * 6];
+  std::copy(a, a + 4, mine);
+  std::copy(b, b + 2, mine + 4);
+  barrier(1 + warp);
+  auto half = [](uint32_t word, int which) {
+    uint32_t bits = which ? word >> 16 : word & 0xffffu;
+    float value;
+    uint32_t widened = bits << 16;
+    std::memcpy(&value, &widened, sizeof value);
+    return value;
+  };
+  auto operands = [&](int other) {
+    return &run->mmaOperands[size_t(warp * 32 + other) * 6];
+  };
+  auto aAt = [&](int row, int k) {
+    int group = row % 8, tk = (k % 8) / 2;
+    return half(operands(4 * group + tk)[(row / 8) + 2 * (k / 8)], k % 2);
+  };
+  auto bAt = [&](int k, int col) {
+    return half(operands(4 * col + (k % 8) / 2)[4 + k / 8], k % 2);
+  };
+  int group = lane / 4, tq = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    int row = group + 8 * (i / 2), col = 2 * tq + i % 2;
+    float acc = d[i];
+    for (int k = 0; k < 16; ++k)
+      acc += aAt(row, k) * bAt(k, col);
+    d[i] = acc;
+  }
+  barrier(1 + warp); // no lane overwrites its operands before all have read
 }
 
 } // namespace cuda_on_cpu
