@@ -252,39 +252,53 @@ TEST(FusedAttentionTest, SharedAccessesFreeOfBankConflicts) {
 }
 
 TEST(FusedAttentionTest, MmaKernelFragmentLoadsFreeOfBankConflicts) {
-  // Lane = 4 * group + quad. The queries' and keys' fragments: words at row
-  // 8n + group (a key; or a query row), column 16 * step + 2 * quad (+ 8).
-  // V's: halves at row 16 * step + 2 * quad (+ 1, + 8, + 9), column
-  // 8c + group.
+  // ldmatrix reads its four 8 x 8 matrices in four phases, each of 8 rows
+  // of 16 bytes whose addresses lanes 8j..8j+7 give: of keys, rows
+  // 8 (n + lane / 16) + lane % 8 at column 16 * step + 8 * (lane / 8 % 2);
+  // of values, rows 16 * step + 8 * (lane / 8 % 2) + lane % 8 at column
+  // 8 (c + lane / 16). The queries' fragments (loaded once) are words at
+  // rows 16 * warp + lane / 4 (+ 8), columns 16 * step + 2 * (lane % 4)
+  // (+ 8).
   for (int step = 0; step < 4; ++step)
-    for (int n = 0; n < 8; ++n)
-      for (int high = 0; high < 2; ++high) {
-        EXPECT_TRUE(conflictFree(
-            4,
-            [&](int lane) {
-              return int64_t((n * 8 + lane / 4) * kMmaStride + step * 16 +
-                             8 * high + 2 * (lane % 4)) *
-                     2;
-            }))
-            << "keys, step " << step << ", block " << n;
-        for (int odd = 0; odd < 2; ++odd)
+    for (int n = 0; n < 8; n += 2) {
+      EXPECT_TRUE(conflictFree(
+          16,
+          [&](int lane) {
+            return int64_t(((n + lane / 16) * 8 + lane % 8) * kMmaStride +
+                           step * 16 + 8 * (lane / 8 % 2)) *
+                   2;
+          }))
+          << "keys, step " << step << ", blocks " << n;
+      EXPECT_TRUE(conflictFree(
+          16,
+          [&](int lane) {
+            return int64_t((step * 16 + 8 * (lane / 8 % 2) + lane % 8) *
+                               kMmaStride +
+                           (n + lane / 16) * 8) *
+                   2;
+          }))
+          << "values, step " << step << ", blocks " << n;
+      // Unpadded rows (128 bytes) would put a matrix's 8 rows in the same
+      // banks.
+      EXPECT_FALSE(conflictFree(16, [&](int lane) {
+        return int64_t(((n + lane / 16) * 8 + lane % 8) * kTile + step * 16 +
+                       8 * (lane / 8 % 2)) *
+               2;
+      }));
+    }
+  for (int warp = 0; warp < 4; ++warp)
+    for (int step = 0; step < 4; ++step)
+      for (int rowHalf = 0; rowHalf < 2; ++rowHalf)
+        for (int high = 0; high < 2; ++high)
           EXPECT_TRUE(conflictFree(
-              2,
+              4,
               [&](int lane) {
-                return int64_t((step * 16 + 2 * (lane % 4) + 8 * high + odd) *
+                return int64_t((warp * 16 + lane / 4 + 8 * rowHalf) *
                                    kMmaStride +
-                               n * 8 + lane / 4) *
+                               step * 16 + 8 * high + 2 * (lane % 4)) *
                        2;
               }))
-              << "values, step " << step << ", block " << n;
-        // Unpadded rows (64 elements) would put the 8 keys of a block in
-        // one bank.
-        EXPECT_FALSE(conflictFree(4, [&](int lane) {
-          return int64_t((n * 8 + lane / 4) * kTile + step * 16 + 8 * high +
-                         2 * (lane % 4)) *
-                 2;
-        }));
-      }
+              << "queries, warp " << warp << ", step " << step;
 }
 
 TEST(FusedAttentionTest, Bf16CausalFullHeadsInPacks) {

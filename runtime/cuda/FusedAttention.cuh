@@ -532,12 +532,17 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     for (int step = 0; step < kHead / 16; ++step) {
       if (step >= eSteps)
         break;
+        // Two blocks of 8 keys per ldmatrix: matrix j = lane / 8 is keys
+        // 8 (n + j / 2) .. + 7 at columns 16 * step + 8 * (j % 2) .. + 7.
 #pragma unroll
-      for (int n = 0; n < kTile / 8; ++n) {
-        const uint16_t *key =
-            keys + (n * 8 + group) * kMmaStride + step * 16 + 2 * quad;
-        uint32_t right[2] = {sharedWord(key), sharedWord(key + 8)};
+      for (int n = 0; n < kTile / 8; n += 2) {
+        uint32_t right[4];
+        loadMatrices(right,
+                     keys + ((n + lane / 16) * 8 + lane % 8) * kMmaStride +
+                         step * 16 + 8 * (lane / 8 % 2),
+                     false);
         mmaBf16(score[n], queryRows[step], right);
+        mmaBf16(score[n + 1], queryRows[step], right + 2);
       }
     }
     // Online softmax in f32. The scaled score is rounded before the
@@ -598,18 +603,25 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
         for (int term = 0; term < kSplitTerms; ++term)
           terms[term][i] = pairOf(low[term], high[term]);
       }
+      // Two blocks of 8 columns of V per transposing ldmatrix: matrix
+      // j = lane / 8 is keys 16 * step + 8 * (j % 2) .. + 7 at columns
+      // 8 (c + j / 2) .. + 7; blocks beyond f read the tile's zeros.
 #pragma unroll
-      for (int c = 0; c < kHead / 8; ++c) {
+      for (int c = 0; c < kHead / 8; c += 2) {
         if (c >= fBlocks)
           break;
-        // V's column 8c + group, keys 16 * step + 2 * quad (+1, +8, +9).
-        const uint16_t *value =
-            values + (step * 16 + 2 * quad) * kMmaStride + c * 8 + group;
-        uint32_t right[2] = {
-            pairOf(value[0], value[kMmaStride]),
-            pairOf(value[8 * kMmaStride], value[9 * kMmaStride])};
-        for (int term = 0; term < kSplitTerms; ++term)
-          mmaBf16(output[c], terms[term], right);
+        uint32_t right[4];
+        loadMatrices(
+            right,
+            values + (step * 16 + 8 * (lane / 8 % 2) + lane % 8) * kMmaStride +
+                (c + lane / 16) * 8,
+            true);
+        for (int half = 0; half < 2; ++half) {
+          if (c + half >= fBlocks)
+            break;
+          for (int term = 0; term < kSplitTerms; ++term)
+            mmaBf16(output[c + half], terms[term], right + 2 * half);
+        }
       }
     }
   }

@@ -33,7 +33,27 @@ __device__ __forceinline__ void mmaBf16(float d[4], const uint32_t a[4],
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                  "r"(b[1]));
 }
+
+/// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8j..8j+7 give
+/// rows 0..7 of 8 x 8 matrix j (16-byte aligned); r[j] receives matrix j's
+/// elements (lane / 4, 2 * (lane % 4)) and (.., + 1), or with `trans`
+/// (2 * (lane % 4), lane / 4) and (+ 1, ..), the first in the low half.
+__device__ __forceinline__ void loadMatrices(uint32_t r[4],
+                                             const uint16_t *row, bool trans) {
+  unsigned address = unsigned(__cvta_generic_to_shared(row));
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+}
 #else
+using cuda_on_cpu::loadMatrices;
 using cuda_on_cpu::mmaBf16;
 #endif
 

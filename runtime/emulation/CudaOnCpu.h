@@ -156,6 +156,8 @@ struct BlockRun {
   std::vector<float> exchange;
   /// Each thread's operands of a warp's mma.sync (4 + 2 words).
   std::vector<uint32_t> mmaOperands;
+  /// Each thread's row address of a warp's ldmatrix.
+  std::vector<const uint16_t *> matrixRows;
   const std::function<void()> *kernel = nullptr;
   int current = 0;
   bool inFiber = false;
@@ -238,6 +240,7 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
     r.members.back() = threads % 32;
   r.exchange.assign(size_t(threads), 0.0f);
   r.mmaOperands.assign(size_t(threads) * 6, 0);
+  r.matrixRows.assign(size_t(threads), nullptr);
   run = &r;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
@@ -407,6 +410,30 @@ inline void mmaBf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
     d[i] = acc;
   }
   barrier(1 + warp); // no lane overwrites its operands before all have read
+}
+
+/// PTX `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` for the calling
+/// lane: lanes 8j..8j+7 give the addresses of rows 0..7 of 8 x 8 matrix j
+/// (16 bytes each, 16-byte aligned); r[j] receives matrix j's elements
+/// (lane / 4, 2 * (lane % 4)) and (lane / 4, 2 * (lane % 4) + 1), or with
+/// `trans` its elements (2 * (lane % 4), lane / 4) and (2 * (lane % 4) + 1,
+/// lane / 4), the first in the low half.
+inline void loadMatrices(uint32_t r[4], const uint16_t *row, bool trans) {
+  int t = int(threadIdx.x), warp = t / 32, lane = t % 32;
+  checkAligned(row, 16);
+  run->matrixRows[size_t(t)] = row;
+  barrier(1 + warp);
+  auto element = [&](int matrix, int i, int j) {
+    return run->matrixRows[size_t(warp * 32 + 8 * matrix + i)][j];
+  };
+  for (int matrix = 0; matrix < 4; ++matrix) {
+    int a = lane / 4, b = 2 * (lane % 4);
+    uint16_t low = trans ? element(matrix, b, a) : element(matrix, a, b);
+    uint16_t high =
+        trans ? element(matrix, b + 1, a) : element(matrix, a, b + 1);
+    r[matrix] = low | uint32_t(high) << 16;
+  }
+  barrier(1 + warp); // no lane replaces its address before all have read
 }
 
 } // namespace cuda_on_cpu
