@@ -2,10 +2,11 @@
 //
 // Part of the Loom project.
 //
-// The fused attention of runtime/cuda/Kernels.cu, in a header of its own so
-// that unittests/FusedAttentionTest.cpp can also compile it for
-// the host over an emulation of the CUDA features it uses (threads,
-// barriers, warp shuffles, WMMA tiles) and check it without a GPU.
+// The fused attention kernels of runtime/cuda/Kernels.cu, in a header of
+// their own so that unittests/FusedAttentionTest.cpp can also compile them
+// for the host over an emulation of the CUDA features they use (threads,
+// barriers, warp shuffles, WMMA tiles, mma.sync and ldmatrix) and check
+// them without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +43,10 @@ namespace loomrt::attention {
 // exact and summed in f32; f16's range cannot hold such a split, so f16
 // multiplies in f32 on the CUDA cores. The result is rounded once. Head
 // dimensions up to 64; opt-in with LOOMRT_FAST_KERNELS=1 until a GPU has
-// checked it.
+// checked them. Two kernels: fusedAttentionKernel (WMMA; the products and
+// the softmax go through shared memory) for f16, and for bf16 when
+// LOOMRT_ATTENTION=wmma; mmaAttentionKernel (mma.sync; everything but the
+// keys and values in registers) for bf16.
 
 constexpr int kTile = 64;      // queries per block and keys per step
 constexpr int kHead = 64;      // the largest head dimension (e and f)
@@ -474,8 +478,8 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
 // keys and values pass through shared memory. A score's accumulator
 // element is, for the next product, the matching element of P as a left
 // operand, so P never leaves the registers. Rows of the shared tiles are
-// 72 elements (144 bytes) apart, so that the 32 lanes of a fragment load
-// reach 32 different banks.
+// 72 elements (144 bytes) apart, so that the 8 rows each phase of an
+// ldmatrix reads, and the queries' words, spread over all 32 banks.
 constexpr int kMmaStride = 72;
 constexpr size_t kMmaSharedBytes = 3 * kTile * kMmaStride * sizeof(uint16_t);
 
@@ -532,10 +536,10 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     for (int step = 0; step < kHead / 16; ++step) {
       if (step >= eSteps)
         break;
-        // Two blocks of 8 keys per ldmatrix: matrix j = lane / 8 is keys
-        // 8 (n + j / 2) .. + 7 at columns 16 * step + 8 * (j % 2) .. + 7.
 #pragma unroll
       for (int n = 0; n < kTile / 8; n += 2) {
+        // Two blocks of 8 keys per ldmatrix: matrix j = lane / 8 is keys
+        // 8 (n + j / 2) .. + 7 at columns 16 * step + 8 * (j % 2) .. + 7.
         uint32_t right[4];
         loadMatrices(right,
                      keys + ((n + lane / 16) * 8 + lane % 8) * kMmaStride +
@@ -587,11 +591,12 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     for (int c = 0; c < kHead / 8; ++c)
       for (int i = 0; i < 4; ++i)
         output[c][i] *= factor[i / 2];
-        // P V: P's 16 keys of a step are score blocks 2 * step and 2 * step +
-        // 1, each probability split exactly into three bf16 terms, whose
-        // products with V are exact; all three per block of V, summed in f32.
 #pragma unroll
     for (int step = 0; step < kTile / 16; ++step) {
+      // P V: P's 16 keys of a step are score blocks 2 * step and
+      // 2 * step + 1, each probability split exactly into three bf16
+      // terms, whose products with V are exact; all three per block of V,
+      // summed in f32.
       uint32_t terms[kSplitTerms][4];
       for (int i = 0; i < 4; ++i) {
         // Left operand word i: row group + 8 * (i % 2), keys of score
