@@ -19,6 +19,12 @@
 
 #include "loomrt.h"
 
+#include <string.h>
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#endif
+
 /// Writes terms[0..2] (bf16 bits, largest first) with
 /// terms[0] + terms[1] + terms[2] == x exactly for x == 0 and for
 /// 2^-110 <= |x| <= 2^127. Below, the last term would need bits under bf16's
@@ -31,6 +37,38 @@ LOOMRT_INLINE void loomrt_split_bf16x3(float x, uint16_t terms[3]) {
     bool finite = (terms[term] & 0x7f80u) != 0x7f80u;
     // Exact: rest and its rounding share all but the rounded-off bits.
     rest = finite ? rest - loomrt_bf16_to_f32(terms[term]) : 0.0f;
+  }
+}
+
+/// Two f32 values rounded to bf16 at once (to nearest, ties to even), a's in
+/// the low half: on a GPU one cvt.rn.bf16x2.f32, elsewhere
+/// loomrt_f32_to_bf16 twice. The same bits for every input but a NaN (a NaN
+/// either way).
+LOOMRT_INLINE uint32_t loomrt_f32x2_to_bf16x2(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  __nv_bfloat162 pair = __floats2bfloat162_rn(a, b);
+  uint32_t bits;
+  memcpy(&bits, &pair, 4);
+  return bits;
+#else
+  return loomrt_f32_to_bf16(a) | (uint32_t)loomrt_f32_to_bf16(b) << 16;
+#endif
+}
+
+/// loomrt_split_bf16x3 of a and b at once: words[i] holds both values' i-th
+/// terms, a's in the low half. The same terms for every |x| below bf16's
+/// largest finite value (attention's probabilities are at most 1). On a GPU
+/// each term of both values is one conversion, two widenings (shifts) and
+/// two subtractions, where loomrt_f32_to_bf16's software rounding takes
+/// about ten instructions a value.
+LOOMRT_INLINE void loomrt_split_bf16x3_pair(float a, float b,
+                                            uint32_t words[3]) {
+  for (int term = 0; term < 3; ++term) {
+    uint32_t pair = loomrt_f32x2_to_bf16x2(a, b);
+    words[term] = pair;
+    // Exact: each rest and its rounding share all but the rounded-off bits.
+    a -= loomrt_bf16_to_f32((uint16_t)pair);
+    b -= loomrt_bf16_to_f32((uint16_t)(pair >> 16));
   }
 }
 

@@ -310,6 +310,16 @@ TEST(FusedAttentionTest, Bf16CausalFullHeadsInPacks) {
   EXPECT_TRUE(packs);
 }
 
+TEST(FusedAttentionTest, Bf16CausalWholeTiles) {
+  // Three query tiles: the last sees two whole tiles of keys (no mask
+  // tested) and the diagonal one.
+  bool packs = false;
+  EXPECT_EQ(runCase({LOOMRT_BF16, 1, 2, 192, 192, 64, 64, true, true}, packs)
+                .rejected,
+            0);
+  EXPECT_TRUE(packs);
+}
+
 TEST(FusedAttentionTest, Bf16NarrowHeadsPaddedEverywhere) {
   // e, f, s and t none a multiple of the tile: padding in every dimension;
   // two outer batch entries; fewer keys than queries.

@@ -369,18 +369,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
           partial += p[c];
         }
         if constexpr (Dtype == LOOMRT_BF16) {
-          // Split at once into the exact bf16 terms that P V multiplies.
-          // words[term][h]: the term's bf16 of columns 2h and 2h + 1.
-          unsigned words[kSplitTerms][2] = {};
-          for (int c = 0; c < 4; ++c) {
-            uint16_t split[kSplitTerms];
-            loomrt_split_bf16x3(p[c], split);
-            for (int term = 0; term < kSplitTerms; ++term)
-              words[term][c / 2] |= unsigned(split[term]) << (16 * (c % 2));
-          }
+          // Split at once into the exact bf16 terms that P V multiplies,
+          // two columns at a time (the terms of columns 0-1 and 2-3).
+          uint32_t low[kSplitTerms], high[kSplitTerms];
+          loomrt_split_bf16x3_pair(p[0], p[1], low);
+          loomrt_split_bf16x3_pair(p[2], p[3], high);
           for (int term = 0; term < kSplitTerms; ++term)
             store8(terms + term * kTile * kTermStride + r * kTermStride + first,
-                   make_uint2(words[term][0], words[term][1]));
+                   make_uint2(low[term], high[term]));
         } else {
           store16(row + first, make_float4(p[0], p[1], p[2], p[3]));
         }
@@ -551,19 +547,30 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     }
     // Online softmax in f32. The scaled score is rounded before the
     // subtraction (never fused into one FMA): the row's maximum itself
-    // must give exp(0) = 1.
-    auto visible = [&](int n, int i) {
-      int64_t key = k0 + n * 8 + 2 * quad + i % 2;
-      return query[i / 2] < s && key < t && (!causal || key <= query[i / 2]);
-    };
+    // must give exp(0) = 1. A masked score (a key beyond t or, causal,
+    // after the query; or a padding row) becomes -inf, so it adds nothing;
+    // only tiles on the diagonal or at an end have any, so the others skip
+    // the test (most of a long causal sequence's tiles).
+    const bool wholeTile = k0 + kTile <= t && block.q0 + kTile <= s &&
+                           (!causal || k0 + kTile - 1 <= block.q0);
+#pragma unroll
+    for (int n = 0; n < kTile / 8; ++n)
+      for (int i = 0; i < 4; ++i)
+        score[n][i] = __fmul_rn(score[n][i], scale);
+    if (!wholeTile) {
+#pragma unroll
+      for (int n = 0; n < kTile / 8; ++n)
+        for (int i = 0; i < 4; ++i) {
+          int64_t key = k0 + n * 8 + 2 * quad + i % 2;
+          if (query[i / 2] >= s || key >= t || (causal && key > query[i / 2]))
+            score[n][i] = -INFINITY;
+        }
+    }
     float tileMax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
-      for (int i = 0; i < 4; ++i) {
-        score[n][i] = __fmul_rn(score[n][i], scale);
-        if (visible(n, i))
-          tileMax[i / 2] = fmaxf(tileMax[i / 2], score[n][i]);
-      }
+      for (int i = 0; i < 4; ++i)
+        tileMax[i / 2] = fmaxf(tileMax[i / 2], score[n][i]);
     float factor[2];
     for (int h = 0; h < 2; ++h) {
       tileMax[h] =
@@ -571,7 +578,8 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
       tileMax[h] =
           fmaxf(tileMax[h], __shfl_xor_sync(0xffffffffu, tileMax[h], 2));
       float newMax = fmaxf(rowMax[h], tileMax[h]);
-      // Nothing visible yet (a padding row): nothing to rescale.
+      // Nothing visible yet: nothing to rescale. (Only a padding row, whose
+      // values are never stored, stays so past its first tile of keys.)
       factor[h] = newMax == -INFINITY ? 1.0f : expf(rowMax[h] - newMax);
       rowMax[h] = newMax;
     }
@@ -579,7 +587,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
       for (int i = 0; i < 4; ++i) {
-        score[n][i] = visible(n, i) ? expf(score[n][i] - rowMax[i / 2]) : 0.0f;
+        score[n][i] = expf(score[n][i] - rowMax[i / 2]);
         partial[i / 2] += score[n][i];
       }
     for (int h = 0; h < 2; ++h) {
@@ -602,11 +610,10 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
         // Left operand word i: row group + 8 * (i % 2), keys of score
         // block 2 * step + i / 2.
         const float *pair = &score[2 * step + i / 2][2 * (i % 2)];
-        uint16_t low[kSplitTerms], high[kSplitTerms];
-        loomrt_split_bf16x3(pair[0], low);
-        loomrt_split_bf16x3(pair[1], high);
+        uint32_t words[kSplitTerms];
+        loomrt_split_bf16x3_pair(pair[0], pair[1], words);
         for (int term = 0; term < kSplitTerms; ++term)
-          terms[term][i] = pairOf(low[term], high[term]);
+          terms[term][i] = words[term];
       }
       // Two blocks of 8 columns of V per transposing ldmatrix: matrix
       // j = lane / 8 is keys 16 * step + 8 * (j % 2) .. + 7 at columns
