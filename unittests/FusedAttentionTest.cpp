@@ -301,41 +301,33 @@ TEST(FusedAttentionTest, MmaKernelFragmentLoadsFreeOfBankConflicts) {
               << "queries, warp " << warp << ", step " << step;
 }
 
+/// Runs a case: every output must be accepted, on the path (16-byte packs
+/// or element loads) that `packs` names.
+void expectAccepted(const Case &c, bool packs) {
+  bool used = !packs;
+  EXPECT_EQ(runCase(c, used).rejected, 0);
+  EXPECT_EQ(used, packs);
+}
+
 TEST(FusedAttentionTest, Bf16CausalFullHeadsInPacks) {
   // Two query tiles, the second padded; keys up to the diagonal.
-  bool packs = false;
-  EXPECT_EQ(
-      runCase({LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true}, packs).rejected,
-      0);
-  EXPECT_TRUE(packs);
+  expectAccepted({LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true}, true);
 }
 
 TEST(FusedAttentionTest, Bf16CausalWholeTiles) {
   // Three query tiles: the last sees two whole tiles of keys (no mask
   // tested) and the diagonal one.
-  bool packs = false;
-  EXPECT_EQ(runCase({LOOMRT_BF16, 1, 2, 192, 192, 64, 64, true, true}, packs)
-                .rejected,
-            0);
-  EXPECT_TRUE(packs);
+  expectAccepted({LOOMRT_BF16, 1, 2, 192, 192, 64, 64, true, true}, true);
 }
 
 TEST(FusedAttentionTest, Bf16NarrowHeadsPaddedEverywhere) {
   // e, f, s and t none a multiple of the tile: padding in every dimension;
   // two outer batch entries; fewer keys than queries.
-  bool packs = true;
-  EXPECT_EQ(
-      runCase({LOOMRT_BF16, 2, 3, 70, 50, 40, 24, false, true}, packs).rejected,
-      0);
-  EXPECT_FALSE(packs);
+  expectAccepted({LOOMRT_BF16, 2, 3, 70, 50, 40, 24, false, true}, false);
 }
 
 TEST(FusedAttentionTest, Bf16DenseOperands) {
-  bool packs = false;
-  EXPECT_EQ(runCase({LOOMRT_BF16, 1, 1, 64, 130, 64, 64, false, false}, packs)
-                .rejected,
-            0);
-  EXPECT_TRUE(packs);
+  expectAccepted({LOOMRT_BF16, 1, 1, 64, 130, 64, 64, false, false}, true);
 }
 
 TEST(FusedAttentionTest, Bf16ThirdTermCounts) {
@@ -369,28 +361,20 @@ TEST(FusedAttentionTest, Bf16ThirdTermCounts) {
   Case c{LOOMRT_BF16, 1, 1, 1, 3, 16, 16, false, false};
   c.setInputs = setInputs;
   c.relative = 1.0 / (1 << 22);
-  bool packs = true;
-  Outcome outcome = runCase(c, packs);
-  EXPECT_EQ(outcome.rejected, 0);
-  EXPECT_FALSE(packs);
+  expectAccepted(c, false);
 }
 
 TEST(FusedAttentionTest, Bf16OnTheWmmaKernel) {
   // LOOMRT_ATTENTION=wmma: bf16 on the WMMA kernel, packed and padded.
-  for (Case c : {Case{LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true},
-                 Case{LOOMRT_BF16, 2, 3, 70, 50, 40, 24, false, true}}) {
-    c.wmma = true;
-    bool packs = false;
-    EXPECT_EQ(runCase(c, packs).rejected, 0);
-  }
+  Case packed{LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true};
+  Case padded{LOOMRT_BF16, 2, 3, 70, 50, 40, 24, false, true};
+  packed.wmma = padded.wmma = true;
+  expectAccepted(packed, true);
+  expectAccepted(padded, false);
 }
 
 TEST(FusedAttentionTest, F16CausalOnTheCudaCores) {
-  bool packs = true;
-  EXPECT_EQ(
-      runCase({LOOMRT_F16, 1, 2, 96, 96, 32, 32, true, true}, packs).rejected,
-      0);
-  EXPECT_FALSE(packs);
+  expectAccepted({LOOMRT_F16, 1, 2, 96, 96, 32, 32, true, true}, false);
 }
 
 } // namespace
