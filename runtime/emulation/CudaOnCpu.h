@@ -38,6 +38,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -153,11 +154,11 @@ struct BlockRun {
   Context scheduler;
   // Group 0 is the block, group 1 + w warp w.
   std::vector<int> arrived, generation, members;
-  std::vector<float> exchange;
-  /// Each thread's operands of a warp's mma.sync (4 + 2 words).
-  std::vector<uint32_t> mmaOperands;
-  /// Each thread's row address of a warp's ldmatrix.
-  std::vector<const uint16_t *> matrixRows;
+  /// Each thread's slot for what it passes to its warp (exchangeInWarp).
+  struct alignas(8) Slot {
+    unsigned char bytes[24];
+  };
+  std::vector<Slot> exchange;
   const std::function<void()> *kernel = nullptr;
   int current = 0;
   bool inFiber = false;
@@ -238,9 +239,7 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
   r.members[0] = threads;
   if (threads % 32)
     r.members.back() = threads % 32;
-  r.exchange.assign(size_t(threads), 0.0f);
-  r.mmaOperands.assign(size_t(threads) * 6, 0);
-  r.matrixRows.assign(size_t(threads), nullptr);
+  r.exchange.assign(size_t(threads), BlockRun::Slot{});
   run = &r;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
@@ -359,12 +358,30 @@ inline void checkAligned(const void *p, size_t bytes) {
 
 inline void syncthreads() { barrier(0); }
 
-inline float shflXor(float value, int offset) {
+/// The one way lanes see each other's values (shuffles, mma.sync,
+/// ldmatrix): every lane of the calling warp stores `mine`, the warp meets,
+/// `use(lane)` reads any lane's value, and the warp meets again before a
+/// lane may store anew.
+template <typename T, typename Use>
+void exchangeInWarp(const T &mine, Use use) {
+  static_assert(std::is_trivially_copyable<T>::value &&
+                    sizeof(T) <= sizeof(BlockRun::Slot) &&
+                    alignof(T) <= alignof(BlockRun::Slot),
+                "a lane's value fits its slot");
   int t = int(threadIdx.x), warp = t / 32;
-  run->exchange[size_t(t)] = value;
+  new (run->exchange[size_t(t)].bytes) T(mine);
   barrier(1 + warp);
-  float other = run->exchange[size_t(warp * 32 + ((t % 32) ^ offset))];
-  barrier(1 + warp); // no lane overwrites its slot before every lane has read
+  use([&](int lane) -> const T & {
+    return *std::launder(reinterpret_cast<const T *>(
+        run->exchange[size_t(warp * 32 + lane)].bytes));
+  });
+  barrier(1 + warp);
+}
+
+inline float shflXor(float value, int offset) {
+  float other = 0.0f;
+  exchangeInWarp(
+      value, [&](auto lane) { other = lane(int(threadIdx.x % 32) ^ offset); });
   return other;
 }
 
@@ -379,11 +396,9 @@ inline float shflXor(float value, int offset) {
 /// products are exact in f32 and added to c in k order (the hardware's
 /// order is its own).
 inline void mmaBf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
-  int t = int(threadIdx.x), warp = t / 32, lane = t % 32;
-  uint32_t *mine = &run->mmaOperands[size_t(t) * 6];
-  std::copy(a, a + 4, mine);
-  std::copy(b, b + 2, mine + 4);
-  barrier(1 + warp);
+  struct Operands {
+    uint32_t a[4], b[2];
+  } mine = {{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
   auto half = [](uint32_t word, int which) {
     uint32_t bits = which ? word >> 16 : word & 0xffffu;
     float value;
@@ -391,25 +406,23 @@ inline void mmaBf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
     std::memcpy(&value, &widened, sizeof value);
     return value;
   };
-  auto operands = [&](int other) {
-    return &run->mmaOperands[size_t(warp * 32 + other) * 6];
-  };
-  auto aAt = [&](int row, int k) {
-    int group = row % 8, tk = (k % 8) / 2;
-    return half(operands(4 * group + tk)[(row / 8) + 2 * (k / 8)], k % 2);
-  };
-  auto bAt = [&](int k, int col) {
-    return half(operands(4 * col + (k % 8) / 2)[4 + k / 8], k % 2);
-  };
-  int group = lane / 4, tq = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    int row = group + 8 * (i / 2), col = 2 * tq + i % 2;
-    float acc = d[i];
-    for (int k = 0; k < 16; ++k)
-      acc += aAt(row, k) * bAt(k, col);
-    d[i] = acc;
-  }
-  barrier(1 + warp); // no lane overwrites its operands before all have read
+  exchangeInWarp(mine, [&](auto lane) {
+    auto aAt = [&](int row, int k) {
+      return half(lane(4 * (row % 8) + (k % 8) / 2).a[row / 8 + 2 * (k / 8)],
+                  k % 2);
+    };
+    auto bAt = [&](int k, int col) {
+      return half(lane(4 * col + (k % 8) / 2).b[k / 8], k % 2);
+    };
+    int group = int(threadIdx.x % 32) / 4, tq = int(threadIdx.x % 4);
+    for (int i = 0; i < 4; ++i) {
+      int row = group + 8 * (i / 2), col = 2 * tq + i % 2;
+      float acc = d[i];
+      for (int k = 0; k < 16; ++k)
+        acc += aAt(row, k) * bAt(k, col);
+      d[i] = acc;
+    }
+  });
 }
 
 /// PTX `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` for the calling
@@ -419,21 +432,19 @@ inline void mmaBf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
 /// `trans` its elements (2 * (lane % 4), lane / 4) and (2 * (lane % 4) + 1,
 /// lane / 4), the first in the low half.
 inline void loadMatrices(uint32_t r[4], const uint16_t *row, bool trans) {
-  int t = int(threadIdx.x), warp = t / 32, lane = t % 32;
   checkAligned(row, 16);
-  run->matrixRows[size_t(t)] = row;
-  barrier(1 + warp);
-  auto element = [&](int matrix, int i, int j) {
-    return run->matrixRows[size_t(warp * 32 + 8 * matrix + i)][j];
-  };
-  for (int matrix = 0; matrix < 4; ++matrix) {
-    int a = lane / 4, b = 2 * (lane % 4);
-    uint16_t low = trans ? element(matrix, b, a) : element(matrix, a, b);
-    uint16_t high =
-        trans ? element(matrix, b + 1, a) : element(matrix, a, b + 1);
-    r[matrix] = low | uint32_t(high) << 16;
-  }
-  barrier(1 + warp); // no lane replaces its address before all have read
+  exchangeInWarp(row, [&](auto lane) {
+    auto element = [&](int matrix, int i, int j) {
+      return lane(8 * matrix + i)[j];
+    };
+    int a = int(threadIdx.x % 32) / 4, b = 2 * int(threadIdx.x % 4);
+    for (int matrix = 0; matrix < 4; ++matrix) {
+      uint16_t low = trans ? element(matrix, b, a) : element(matrix, a, b);
+      uint16_t high =
+          trans ? element(matrix, b + 1, a) : element(matrix, a, b + 1);
+      r[matrix] = low | uint32_t(high) << 16;
+    }
+  });
 }
 
 } // namespace cuda_on_cpu
