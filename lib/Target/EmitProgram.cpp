@@ -1149,10 +1149,13 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
   std::string var = "layer" + std::to_string(loopVariables.size());
   loopVariables[repeat] = var;
   line() << "// loom.repeat at " << formatSourceLoc(repeat.getLoc()) << "\n";
+  // The memory plan may have placed a carried value in its loop's buffer
+  // already (loom-plan-memory), and then there is nothing to copy.
   for (auto [carried, result] :
        llvm::zip(repeat.getCarried(), repeat.getCarriedResults()))
-    line() << "loomrt_copy(rt, " << pointer(result) << ", " << pointer(carried)
-           << ", " << bytesOf(result.getType()) << ");\n";
+    if (pointer(result) != pointer(carried))
+      line() << "loomrt_copy(rt, " << pointer(result) << ", "
+             << pointer(carried) << ", " << bytesOf(result.getType()) << ");\n";
   line() << "for (int64_t " << var << " = 0; " << var << " < "
          << repeat.getCount() << "; ++" << var << ") {\n";
   ++indent;
@@ -1161,15 +1164,43 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
     return failure();
   auto yield = cast<YieldOp>(body.getTerminator());
   size_t numCarried = repeat.getCarried().size();
-  for (auto [index, value] : llvm::enumerate(yield.getValues())) {
-    Value result = repeat.getResult(index);
-    std::string from = pointer(value), to = pointer(result);
-    if (index >= numCarried)
-      to = "(" + to + " + " + var + " * " +
-           std::to_string(bytesOf(value.getType())) + ")";
-    if (from != to)
-      line() << "loomrt_copy(rt, " << to << ", " << from << ", "
-             << bytesOf(value.getType()) << ");\n";
+  // Per-iteration outputs first: they may read a carried buffer that the
+  // moves below overwrite.
+  for (auto [index, value] :
+       llvm::enumerate(yield.getValues().drop_front(numCarried))) {
+    Value result = repeat.getResult(numCarried + index);
+    line() << "loomrt_copy(rt, (" << pointer(result) << " + " << var << " * "
+           << bytesOf(value.getType()) << "), " << pointer(value) << ", "
+           << bytesOf(value.getType()) << ");\n";
+  }
+  SmallVector<int> sources;
+  for (Value next : yield.getValues().take_front(numCarried)) {
+    auto carried = repeat.getCarriedResults();
+    auto found = llvm::find_if(carried, [&](Value result) {
+      return pointer(result) == pointer(next);
+    });
+    sources.push_back(found == carried.end()
+                          ? CarriedMove::kYieldedValue
+                          : int(std::distance(carried.begin(), found)));
+  }
+  auto scratch =
+      repeat->getAttrOfType<IntegerAttr>(LoomDialect::kScratchOffsetAttrName);
+  for (CarriedMove move : carriedMoves(sources)) {
+    auto place = [&](int slot, int carried) -> std::string {
+      if (slot == CarriedMove::kYieldedValue)
+        return pointer(yield.getValues()[carried]);
+      if (slot == CarriedMove::kScratch)
+        return "(arena + " + std::to_string(scratch.getInt()) + ")";
+      return pointer(repeat.getResult(slot));
+    };
+    if (!scratch && (move.to == CarriedMove::kScratch ||
+                     move.from == CarriedMove::kScratch))
+      return fail(repeat, "carried values trade places but the memory plan "
+                          "reserved no scratch buffer (run loom-plan-memory)");
+    int moved = move.to == CarriedMove::kScratch ? move.from : move.to;
+    line() << "loomrt_copy(rt, " << place(move.to, moved) << ", "
+           << place(move.from, moved) << ", "
+           << bytesOf(repeat.getResult(moved).getType()) << ");\n";
   }
   --indent;
   line() << "}\n";

@@ -100,6 +100,13 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                                << "' holds offsets >= 0, or -1 for a view";
     return success();
   }
+  if (attr.getName() == kScratchOffsetAttrName) {
+    auto offset = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<RepeatOp>(op) || !offset || offset.getInt() < 0)
+      return op->emitError() << "'" << kScratchOffsetAttrName
+                             << "' is a non-negative integer on a loom.repeat";
+    return success();
+  }
   if (attr.getName() == kArenaBytesAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !bytes || bytes.getInt() < 0)

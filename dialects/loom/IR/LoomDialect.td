@@ -46,6 +46,10 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOffsetAttrName = "loom.offset";
     static constexpr llvm::StringLiteral kOffsetsAttrName = "loom.offsets";
     static constexpr llvm::StringLiteral kArenaBytesAttrName = "loom.arena_bytes";
+    /// On `loom.repeat`: where the moves that end an iteration park one
+    /// carried value when carried values trade places (carriedMoves).
+    static constexpr llvm::StringLiteral kScratchOffsetAttrName =
+        "loom.scratch_offset";
     /// Every planned offset is a multiple of this, and libloomrt's arenas
     /// start at least this aligned, so generated code may rely on it.
     static constexpr int64_t kArenaAlignment = 64;

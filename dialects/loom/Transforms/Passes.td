@@ -250,7 +250,12 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
     offset (aligned to 64 bytes) by first fit over its live range, so values
     whose lives do not overlap share bytes. A value used inside a
     `loom.repeat` body but defined outside lives until the loop ends;
-    a repeat's carried values live in one buffer for all iterations.
+    a repeat's carried values live in one buffer for all iterations, which
+    also holds the initial value when the repeat is its only reader and
+    the yielded value when it is written after the iteration's last read
+    of the carried one (so neither is copied). A repeat whose carried
+    values trade places gets `loom.scratch_offset`: a buffer, alive at the
+    yield only, through which the moves that end an iteration go round.
     `loom.reshape` results, a repeat body's slices of stacked operands and
     transposes read only by contractions or as attention's q, k and v
     (dialects/loom/Transforms/Views.h) are views into their operand's

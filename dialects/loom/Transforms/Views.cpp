@@ -143,3 +143,32 @@ Value loom::viewedValue(Value value) {
     return repeat.getResult(index);
   return repeat.getStacked()[index - repeat.getCarried().size()];
 }
+
+SmallVector<loom::CarriedMove> loom::carriedMoves(ArrayRef<int> sources) {
+  SmallVector<int> from(sources);
+  SmallVector<int> pending;
+  for (auto [to, source] : llvm::enumerate(sources))
+    if (source != int(to))
+      pending.push_back(to);
+  SmallVector<CarriedMove> moves;
+  while (!pending.empty()) {
+    auto readByOther = [&](int to) {
+      return llvm::any_of(
+          pending, [&](int other) { return other != to && from[other] == to; });
+    };
+    auto ready =
+        llvm::find_if(pending, [&](int to) { return !readByOther(to); });
+    if (ready == pending.end()) {
+      // Only cycles are left: park one buffer's value, which frees it.
+      int parked = pending.front();
+      moves.push_back({CarriedMove::kScratch, parked});
+      for (int other : pending)
+        if (from[other] == parked)
+          from[other] = CarriedMove::kScratch;
+      continue;
+    }
+    moves.push_back({*ready, from[*ready]});
+    pending.erase(ready);
+  }
+  return moves;
+}

@@ -80,6 +80,22 @@ bool isView(mlir::Operation *op);
 /// contractions), or null when it has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
+/// One copy among those that end a repeat's iteration: carried buffer `to`
+/// (or the scratch) takes the contents of carried buffer `from`, of the
+/// scratch, or (kYieldedValue) of the value yielded for `to`.
+struct CarriedMove {
+  static constexpr int kScratch = -1, kYieldedValue = -2;
+  int to, from;
+};
+
+/// The copies that give each carried buffer its next value, in an order
+/// that reads every buffer before overwriting it. `sources[i]` is i when
+/// buffer i already holds its next value, j when carried buffer j does,
+/// or kYieldedValue. Values that trade places (a cycle of j's) go round
+/// through one scratch buffer; the memory plan reserves one for a repeat
+/// whose moves use it, and the emitters make exactly these copies.
+llvm::SmallVector<CarriedMove> carriedMoves(llvm::ArrayRef<int> sources);
+
 } // namespace loom
 
 #endif // LOOM_DIALECT_LOOM_TRANSFORMS_VIEWS_H

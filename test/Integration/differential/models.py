@@ -861,6 +861,29 @@ model RepeatStacked(x: f32[B<dp>, D]) -> (y: f32[B<dp>, D], total: f32[B<dp>, D]
 }
 """)
 
+model("repeat-moves", fixed_bug="a carried value yielded into another "
+      "was read after the first move overwrote it")("""
+mesh m = [%MESH%]
+const B = 8, D = 8
+// The moves that end an iteration: carried values that trade places (a
+// cycle of three), one yielded as the next value of another while its own
+// next value is computed (read after that write), a residual add that
+// reads the carried value it replaces, and an initial value read again
+// after the loop
+model RepeatMoves(x: f32[B<dp>, D<tp>], y: f32[B<dp>, D<tp>]) -> (a: f32[B<dp>, D<tp>], b: f32[B<dp>, D<tp>], c: f32[B<dp>, D<tp>]) {
+  p = x * 1
+  q = y * 2
+  r = x - y
+  p, q, r = repeat 4 { q, r, p }
+  u = tanh(x)
+  v = y * 0.5
+  u, v = repeat 3 { u + 1, u }
+  w = relu(y)
+  w = repeat 2 { tanh(w) + w }
+  return p + q * r, u * v, w + relu(y)
+}
+""")
+
 model("mixed-precision")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8

@@ -1444,6 +1444,13 @@ func.func @offsets(%x: tensor<4xf32>) {
 
 // -----
 
+// expected-error @+1 {{'loom.scratch_offset' is a non-negative integer on a loom.repeat}}
+func.func @scratch(%x: tensor<4xf32>) attributes {loom.scratch_offset = 0 : i64} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'loom.offset' must be a non-negative arena offset}}
 func.func @offset(%x: tensor<4xf32> {loom.offset = -2 : i64}) {
   return

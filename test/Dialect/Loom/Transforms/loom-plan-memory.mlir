@@ -21,18 +21,21 @@ func.func @reuse(%x: tensor<4x4xf32> {loom.input = "x"}, %b: tensor<4xf32> {loom
 // -----
 
 // In a repeat: the carried value has one buffer for all iterations, and the
-// initial value and stacked operand live until the loop ends; body values
-// are reused across iterations; reshapes and slices are views (-1).
+// stacked operand lives until the loop ends; body values are reused across
+// iterations; reshapes and slices are views (-1). The initial value (read
+// by the repeat alone) and the value each iteration yields (written after
+// the iteration's last read of the carried one) are placed in the carried
+// buffer, so nothing is copied into it.
 // CHECK-LABEL: func.func @loop
 // CHECK-SAME:  loom.offset = 0 : i64
 // CHECK-SAME:  loom.offset = 256 : i64
-// CHECK-SAME:  loom.arena_bytes = 4352 : i64
+// CHECK-SAME:  loom.arena_bytes = 3840 : i64
 // CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 3328>}
-// CHECK:       loom.repeat 3 {{.*}} attributes {loom.offsets = array<i64: 3584>}
-// CHECK:         loom.matmul {{.*}} {loom.offsets = array<i64: 3840>}
-// CHECK:         loom.tanh {{.*}} {loom.offsets = array<i64: 4096>}
+// CHECK:       loom.repeat 3 {{.*}} attributes {loom.offsets = array<i64: 3328>}
+// CHECK:         loom.matmul {{.*}} {loom.offsets = array<i64: 3584>}
+// CHECK:         loom.tanh {{.*}} {loom.offsets = array<i64: 3328>}
 // CHECK:         loom.reshape {{.*}} {loom.offsets = array<i64: -1>}
-// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 3328>}
+// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 3584>}
 func.func @loop(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<3x16x16xf32> {loom.param = "w", loom.init = #loom.init<zeros>}) -> tensor<4x16xf32> attributes {loom.model} {
   %0 = loom.relu %x : tensor<4x16xf32>
   %1 = loom.repeat 3 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<3x16x16xf32>) -> tensor<4x16xf32> {
@@ -45,6 +48,55 @@ func.func @loop(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<3x16x16xf32>
   }
   %6 = loom.add %1, %x : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
   return %6 : tensor<4x16xf32>
+}
+
+// -----
+
+// No sharing where it would make an op read a buffer it writes, or lose a
+// value still to be read: the initial value has another reader (the add
+// after the loop); the residual add reads the carried value it would
+// overwrite; the yield reads %h after %s is written, so %s cannot take %h's
+// place either. Each of those values keeps a buffer of its own.
+// CHECK-LABEL: func.func @loop_kept_apart
+// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: [[INIT:[0-9]+]]>}
+// CHECK:       loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: [[H:[0-9]+]], [[G:[0-9]+]]>}
+// CHECK-NOT:   array<i64: [[INIT]]>
+// CHECK:         loom.tanh %arg{{[0-9]+}} {loom.offsets = array<i64: [[T:[0-9]+]]>}
+// CHECK-NOT:     array<i64: [[H]]>
+// CHECK-NOT:     array<i64: [[G]]>
+// CHECK:         loom.add {{.*}} {loom.offsets = array<i64: [[S:[0-9]+]]>}
+// CHECK:         loom.yield
+// CHECK:       loom.add %{{[0-9]+}}#0, %0
+func.func @loop_kept_apart(%x: tensor<4x16xf32> {loom.input = "x"}) -> tensor<4x16xf32> attributes {loom.model} {
+  %0 = loom.relu %x : tensor<4x16xf32>
+  %1:2 = loom.repeat 2 carried(%0, %x : tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>, tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>, %g: tensor<4x16xf32>):
+    %2 = loom.tanh %h : tensor<4x16xf32>
+    %3 = loom.add %2, %h : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+    loom.yield %3, %h : tensor<4x16xf32>, tensor<4x16xf32>
+  }
+  %4 = loom.add %1#0, %0 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %4 : tensor<4x16xf32>
+}
+
+// -----
+
+// Carried values that trade places: the iteration's moves park one of them
+// in a scratch buffer alive only at the yield (loom.scratch_offset), here
+// in the bytes of the body's dead tanh.
+// CHECK-LABEL: func.func @loop_trading_places
+// CHECK:       loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}>, loom.scratch_offset = [[T:[0-9]+]] : i64}
+// CHECK:         loom.tanh {{.*}} {loom.offsets = array<i64: [[T]]>}
+func.func @loop_trading_places(%x: tensor<4x16xf32> {loom.input = "x"}, %y: tensor<4x16xf32> {loom.input = "y"}) -> tensor<4x16xf32> attributes {loom.model} {
+  %0 = loom.relu %x : tensor<4x16xf32>
+  %1 = loom.relu %y : tensor<4x16xf32>
+  %2:2 = loom.repeat 2 carried(%0, %1 : tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>, tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>):
+    %3 = loom.tanh %a : tensor<4x16xf32>
+    loom.yield %b, %a : tensor<4x16xf32>, tensor<4x16xf32>
+  }
+  %4 = loom.add %2#0, %2#1 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %4 : tensor<4x16xf32>
 }
 
 // -----
