@@ -114,6 +114,16 @@ bool fastKernels() {
   return fast;
 }
 
+/// Whether GEMM algorithms are chosen by timing cuBLASLt's candidates on
+/// first use (LOOMRT_GEMM_TUNE=1) instead of taking its first choice.
+bool tuneGemms() {
+  static const bool tune = [] {
+    const char *value = getenv("LOOMRT_GEMM_TUNE");
+    return value && *value && strcmp(value, "0") != 0;
+  }();
+  return tune;
+}
+
 /// Whether bf16's fused attention runs on the WMMA kernel instead of the
 /// mma.sync one (LOOMRT_ATTENTION=wmma), so that a GPU run can compare them.
 bool wmmaAttention() {
@@ -289,6 +299,100 @@ size_t alignmentOf(std::initializer_list<uint64_t> values, size_t sofar) {
   return size_t(all & (~all + 1)); // the lowest set bit
 }
 
+/// Sets *differ when two buffers differ anywhere (every writer writes 1).
+__global__ void markDifferenceKernel(const uint8_t *a, const uint8_t *b,
+                                     size_t bytes, unsigned *differ) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < bytes;
+       i += size_t(gridDim.x) * blockDim.x)
+    if (a[i] != b[i])
+      *differ = 1;
+}
+
+/// One GEMM as cuBLASLt runs it, for tuning: descriptors, operands, and
+/// the bytes its result spans.
+struct GemmCall {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t lx, ly, ld;
+  const void *x, *y;
+  void *d;
+  size_t resultBytes;
+};
+
+/// LOOMRT_GEMM_TUNE=1: of cuBLASLt's candidates, the fastest whose result
+/// has the same bits as its first choice's, timed on the GEMM's own
+/// operands, so that tuning changes no value (an algorithm that splits or
+/// reorders the sum is passed over). Runs before the step is captured;
+/// reports its choice on stderr.
+cublasLtMatmulAlgo_t
+fastestIdenticalAlgorithm(const GemmCall &call,
+                          const cublasLtMatmulHeuristicResult_t *candidates,
+                          int count, const char *shape) {
+  Device &d = device();
+  constexpr int kTimedRuns = 5;
+  float alpha = 1.0f, beta = 0.0f;
+  auto run = [&](const cublasLtMatmulAlgo_t &algo) {
+    return cublasLtMatmul(d.lt, call.op, &alpha, call.x, call.lx, call.y,
+                          call.ly, &beta, call.d, call.ld, call.d, call.ld,
+                          &algo, d.workspace, d.workspaceBytes, d.stream);
+  };
+  void *reference = nullptr;
+  unsigned *differ = nullptr;
+  check(cudaMalloc(&reference, call.resultBytes), "allocating a GEMM's result");
+  check(cudaMalloc(&differ, sizeof *differ), "allocating a flag");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "creating an event");
+  check(cudaEventCreate(&stop), "creating an event");
+  check(run(candidates[0].algo), "GEMM (cuBLASLt's first choice)");
+  check(cudaMemcpyAsync(reference, call.d, call.resultBytes,
+                        cudaMemcpyDeviceToDevice, d.stream),
+        "keeping a GEMM's result");
+  int best = 0, identical = 0;
+  float bestMs = 0.0f, firstMs = 0.0f;
+  for (int i = 0; i < count; ++i) {
+    if (candidates[i].state != CUBLAS_STATUS_SUCCESS ||
+        candidates[i].workspaceSize > d.workspaceBytes ||
+        run(candidates[i].algo) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    unsigned differing = 0;
+    check(cudaMemsetAsync(differ, 0, sizeof *differ, d.stream),
+          "clearing a flag");
+    markDifferenceKernel<<<blocksFor(int64_t(call.resultBytes)), 256, 0,
+                           d.stream>>>(static_cast<const uint8_t *>(call.d),
+                                       static_cast<const uint8_t *>(reference),
+                                       call.resultBytes, differ);
+    check(cudaMemcpyAsync(&differing, differ, sizeof differing,
+                          cudaMemcpyDeviceToHost, d.stream),
+          "reading a flag");
+    check(cudaStreamSynchronize(d.stream), "comparing GEMM results");
+    if (differing)
+      continue;
+    ++identical;
+    check(cudaEventRecord(start, d.stream), "timing a GEMM");
+    for (int r = 0; r < kTimedRuns; ++r)
+      check(run(candidates[i].algo), "GEMM (a candidate)");
+    check(cudaEventRecord(stop, d.stream), "timing a GEMM");
+    check(cudaEventSynchronize(stop), "timing a GEMM");
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, start, stop), "timing a GEMM");
+    ms /= kTimedRuns;
+    if (i == 0)
+      firstMs = ms;
+    if (i == 0 || ms < bestMs) {
+      best = i;
+      bestMs = ms;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(reference);
+  cudaFree(differ);
+  fprintf(stderr,
+          "loom: note: GEMM %s: cuBLASLt's candidate %d of %d, %.4f ms (its "
+          "first choice %.4f ms); %d of %d give the first choice's bits\n",
+          shape, best + 1, count, bestMs, firstMs, identical, count);
+  return candidates[best].algo;
+}
+
 /// A contraction run over its views as they are (runtime/GemmPlan.h):
 /// strided-batched cuBLASLt calls with transposes and leading dimensions
 /// from the plan, descriptors and algorithm cached per plan and alignment.
@@ -378,20 +482,46 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
       check(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &align,
                                                  sizeof align),
             "alignment");
-    cublasLtMatmulHeuristicResult_t heuristic;
+    // Tuning runs GEMMs and waits for them, which a captured step cannot.
+    constexpr int kCandidates = 8;
+    bool tune = tuneGemms() && !streamIsCapturing();
+    cublasLtMatmulHeuristicResult_t heuristics[kCandidates];
     int results = 0;
     check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.lx, plan.ly,
-                                         plan.ld, plan.ld, preference, 1,
-                                         &heuristic, &results),
+                                         plan.ld, plan.ld, preference,
+                                         tune ? kCandidates : 1, heuristics,
+                                         &results),
           "choosing an algorithm");
     cublasLtMatmulPreferenceDestroy(preference);
+    std::string shape = format(
+        "%lldx%lldx%lld (%s, batch %lld)", (long long)p.rows,
+        (long long)p.cols, (long long)p.depth,
+        inDtype == LOOMRT_BF16 ? "bf16" : inDtype == LOOMRT_F16 ? "f16" : "f32",
+        (long long)p.batch);
     if (results == 0)
-      failProcess(format("cuBLASLt has no algorithm for a %lldx%lldx%lld "
-                         "strided GEMM",
-                         (long long)p.rows, (long long)p.cols,
-                         (long long)p.depth),
+      failProcess("cuBLASLt has no algorithm for a " + shape + " strided GEMM",
                   7);
-    plan.algo = heuristic.algo;
+    plan.algo = heuristics[0].algo;
+    if (tune && results > 1 && !p.calls.empty()) {
+      const std::array<int64_t, 3> &first = p.calls.front();
+      GemmCall call;
+      call.op = plan.op;
+      call.lx = plan.lx;
+      call.ly = plan.ly;
+      call.ld = plan.ld;
+      call.x = static_cast<const char *>(p.xIsA ? a : b) +
+               size_t(first[p.xIsA ? 0 : 1]) * inBytes;
+      call.y = static_cast<const char *>(p.xIsA ? b : a) +
+               size_t(first[p.xIsA ? 1 : 0]) * inBytes;
+      call.d = static_cast<char *>(out) + size_t(first[2]) * outBytes;
+      // D is rows x cols, column-major with leading dimension ldd, batch
+      // entries strideD apart.
+      call.resultBytes = size_t((p.batch - 1) * p.strideD +
+                                (p.cols - 1) * p.ldd + p.rows) *
+                         outBytes;
+      plan.algo = fastestIdenticalAlgorithm(call, heuristics, results,
+                                            shape.c_str());
+    }
     found = plans.emplace(key, plan).first;
   }
   const Plan &plan = found->second;

@@ -27,6 +27,7 @@
 #include "CudaOnCpu.h"
 #include "runtime/Elements.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -324,12 +325,13 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  int64_t ldb, int64_t strideB, float beta, cudaDataType cType,
                  const void *c, int64_t ldc, int64_t strideC,
                  cudaDataType dType, void *d, int64_t ldd, int64_t strideD,
-                 int64_t batch) {
+                 int64_t batch, bool reversed = false) {
   for (int64_t e = 0; e < batch; ++e)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
         float acc = 0.0f;
-        for (int64_t l = 0; l < k; ++l) {
+        for (int64_t step = 0; step < k; ++step) {
+          int64_t l = reversed ? k - 1 - step : step;
           float x = loadElement(
               aType, a, e * strideA + (transA ? i * lda + l : l * lda + i));
           float y = loadElement(
@@ -476,6 +478,20 @@ struct cublasLtMatmulAlgo_t {
 };
 struct cublasLtMatmulHeuristicResult_t {
   cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+};
+/// The emulation's algorithms, so that GEMM tuning (LOOMRT_GEMM_TUNE) has
+/// candidates to choose among: two that sum in order (the same bits) and
+/// one that sums the depth from its end, as a split or reordered kernel
+/// would (other bits, in general).
+enum EmulatedAlgorithm : uint64_t {
+  kEmulatedInOrder,
+  kEmulatedInOrderAgain,
+  kEmulatedReversed,
+  kEmulatedAlgorithms
 };
 
 /// Checks what cuBLASLt requires of a matmul's layouts: op(A) m x k, op(B)
@@ -495,11 +511,16 @@ inline bool layoutsAgree(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
-    cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int,
+    cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int requested,
     cublasLtMatmulHeuristicResult_t *results, int *count) {
-  *count = layoutsAgree(op, a, b, c, d) ? 1 : 0;
-  if (*count)
-    results[0] = cublasLtMatmulHeuristicResult_t{};
+  *count = layoutsAgree(op, a, b, c, d)
+               ? std::min(requested, int(kEmulatedAlgorithms))
+               : 0;
+  for (int i = 0; i < *count; ++i) {
+    results[i] = cublasLtMatmulHeuristicResult_t{};
+    results[i].algo.data[0] = uint64_t(i);
+    results[i].state = CUBLAS_STATUS_SUCCESS;
+  }
   return *count ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
@@ -508,10 +529,12 @@ cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const void *alpha,
                const void *a, cublasLtMatrixLayout_t aLayout, const void *b,
                cublasLtMatrixLayout_t bLayout, const void *beta, const void *c,
                cublasLtMatrixLayout_t cLayout, void *d,
-               cublasLtMatrixLayout_t dLayout, const cublasLtMatmulAlgo_t *,
+               cublasLtMatrixLayout_t dLayout, const cublasLtMatmulAlgo_t *algo,
                void *, size_t, cudaStream_t stream) {
-  if (!layoutsAgree(op, aLayout, bLayout, cLayout, dLayout))
+  if (!layoutsAgree(op, aLayout, bLayout, cLayout, dLayout) ||
+      (algo && algo->data[0] >= kEmulatedAlgorithms))
     return CUBLAS_STATUS_INVALID_VALUE;
+  bool reversed = algo && algo->data[0] == kEmulatedReversed;
   EmulatedMatmulDesc o = *op;
   EmulatedLayout la = *aLayout, lb = *bLayout, lc = *cLayout, ld = *dLayout;
   float alphaValue = *static_cast<const float *>(alpha),
@@ -522,7 +545,7 @@ cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const void *alpha,
         o.transA == CUBLAS_OP_T, o.transB == CUBLAS_OP_T, int64_t(ld.rows),
         int64_t(ld.cols), k, alphaValue, la.type, a, la.ld, la.batchStride,
         lb.type, b, lb.ld, lb.batchStride, betaValue, lc.type, c, lc.ld,
-        lc.batchStride, ld.type, d, ld.ld, ld.batchStride, ld.batch);
+        lc.batchStride, ld.type, d, ld.ld, ld.batchStride, ld.batch, reversed);
   });
   return CUBLAS_STATUS_SUCCESS;
 }
