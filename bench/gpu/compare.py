@@ -8,7 +8,8 @@ representable values between them (adjacent values are 1 apart), so a result
 rounded once from a nearly exact f32 sum is at most 1 from the reference
 rounded once from the exact value. Integers must be equal. Prints one JSON
 line and exits 1 when a tensor is missing or an element is further than
---ulps (default 1) and not excused by --magnitude.
+--ulps (default 1) and not excused by --magnitude; a tensor with such
+elements also reports where they are (see where_rejected).
 
 A sum's f32 additions may come in any order (docs/language.md 11.2), and
 each order moves the sum by a few f32 roundings of the terms' magnitudes,
@@ -65,6 +66,29 @@ def ordered(bits, dtype):
     return -(bits & (sign - 1)) if bits & sign else bits
 
 
+def where_rejected(far, pairs, shape, dtype):
+    """Where the rejected elements are, so that one run on a GPU can tell a
+    layout error (a pattern in the rows or columns of 16 x 16 tiles) from a
+    numerical one: their count, the first five with their multi-index, and
+    how many fall on each row and column of a 16 x 16 tile."""
+    def multi_index(flat):
+        index = []
+        for size in reversed(shape):
+            index.append(flat % size)
+            flat //= size
+        return index[::-1]
+    rows, columns = [0] * 16, [0] * 16
+    for i in far:
+        index = multi_index(pairs[i][0])
+        columns[index[-1] % 16] += 1
+        if len(index) > 1:
+            rows[index[-2] % 16] += 1
+    first = [{"index": multi_index(pairs[i][0]), "got": value(pairs[i][1], dtype),
+              "expected": value(pairs[i][2], dtype)} for i in far[:5]]
+    return {"rejected": len(far), "first_rejected": first,
+            "rejected_by_row_mod_16": rows, "rejected_by_column_mod_16": columns}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -111,8 +135,10 @@ def main():
                 fractions.append(gap / size if size > 0 else float("inf"))
             entry["beyond_ulps"] = len(far)
             entry["max_relative_to_magnitude"] = max(fractions)
-            far = [f for f in fractions if f > args.relative]
+            far = [i for i, f in zip(far, fractions) if f > args.relative]
         entry["nan_mismatches"] = bad_nan
+        if far and dtype in SIGN:
+            entry.update(where_rejected(far, pairs, shape, dtype))
         report[name] = entry
         ok = ok and not far and bad_nan == 0
     print(json.dumps({"result": args.result, "ok": ok, "tensors": report}))
