@@ -579,6 +579,10 @@ const char *kUsage =
     "                           on first use and keep the fastest that gives "
     "its first\n"
     "                           choice's bits (a note on stderr per GEMM)\n"
+    "  LOOMRT_LOGITS_COLUMNS=N  the vocabulary columns of each block of a "
+    "cross-entropy's\n"
+    "                           logits (default: 32 MiB of them on a CPU, 24 "
+    "MiB on a GPU)\n"
     "  LOOMRT_PACK_GEMMS=1      CPU: pack every GEMM operand instead of "
     "strided plans\n"
     "  LOOMRT_PEAKS=GBPS,TFLOPS --profile's peaks, e.g. a datasheet's "
@@ -689,6 +693,17 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     }
     options.peakBytes = bandwidth * 1e9;
     options.peakFlops = throughput * 1e12;
+  }
+  const char *columns = getenv("LOOMRT_LOGITS_COLUMNS");
+  if (columns && *columns) {
+    char *end = nullptr;
+    long long value = strtoll(columns, &end, 10);
+    if (*end || value <= 0) {
+      error = std::string("LOOMRT_LOGITS_COLUMNS must be a positive number "
+                          "of columns, not '") +
+              columns + "'";
+      return false;
+    }
   }
   const char *attention = getenv("LOOMRT_ATTENTION");
   if (attention && *attention && strcmp(attention, "mma") != 0 &&

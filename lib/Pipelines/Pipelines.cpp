@@ -33,6 +33,7 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm) {
 void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseSoftmaxStats());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseLogitsStats());
   pm.addPass(createLoomPlanMemory());
 }
 

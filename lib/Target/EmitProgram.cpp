@@ -160,10 +160,11 @@ private:
   }
 
   std::string site(Operation *op) {
-    // The partitioner makes loom.pick only out of a cross-entropy: name
-    // the op the user wrote.
-    StringRef name = isa<PickOp>(op) ? StringRef("loom.cross_entropy")
-                                     : op->getName().getStringRef();
+    // The partitioner makes loom.pick only out of a cross-entropy (and
+    // loom.logits_stats out of a pick): name the op the user wrote.
+    StringRef name = isa<PickOp, LogitsStatsOp>(op)
+                         ? StringRef("loom.cross_entropy")
+                         : op->getName().getStringRef();
     return quote((name + " at " + formatSourceLoc(op->getLoc())).str());
   }
 
@@ -304,6 +305,11 @@ private:
   /// Launches `kernel` on the runtime's stream, 256 threads per block.
   void launchKernel(StringRef kernel, int64_t blocks, ValueRange inputs,
                     Value result, StringRef where);
+  /// A loomrt_contraction for `spec` over a and b (b may be null) with a
+  /// result of this type and strides, as a global; returns its name.
+  std::string contractionDescriptor(Value a, Value b, RankedTensorType outType,
+                                    ArrayRef<int64_t> outStrides,
+                                    StringRef spec);
   LogicalResult emitContraction(Operation *op, Value a, Value b, Value out,
                                 StringRef spec);
   LogicalResult emitRepeat(RepeatOp repeat);
@@ -882,6 +888,18 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
+  std::string name = contractionDescriptor(a, b, tensorType(out),
+                                           stridesInBuffer(out), spec);
+  line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
+         << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
+         << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
+  return success();
+}
+
+std::string ProgramEmitter::contractionDescriptor(Value a, Value b,
+                                                  RankedTensorType outType,
+                                                  ArrayRef<int64_t> oStrides,
+                                                  StringRef spec) {
   // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
   // letters of one operand only, summed before the product.
   StringRef inputs = spec.split("->").first,
@@ -893,7 +911,6 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   ArrayRef<int64_t> bShape = b ? tensorType(b).getShape() : ArrayRef<int64_t>();
   SmallVector<int64_t> bStrides =
       b ? stridesInBuffer(b) : SmallVector<int64_t>();
-  SmallVector<int64_t> oStrides = stridesInBuffer(out);
   auto strideOf = [](StringRef letters, ArrayRef<int64_t> strides, char c) {
     int64_t s = 0; // a repeated letter walks the diagonal
     for (auto [i, l] : llvm::enumerate(letters))
@@ -931,7 +948,7 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
             << k.size() << ", " << dtypeEnum(tensorType(a).getElementType())
             << ", "
             << (b ? dtypeEnum(tensorType(b).getElementType()) : "LOOMRT_F32")
-            << ", " << dtypeEnum(tensorType(out).getElementType()) << ",\n    "
+            << ", " << dtypeEnum(outType.getElementType()) << ",\n    "
             << view({{batch, true}, {m, true}, {k, true}}, aLetters, aStrides)
             << ",\n    " << view({{aSum, true}}, aLetters, aStrides)
             << ",\n    "
@@ -940,10 +957,7 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
             << ",\n    "
             << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides)
             << "};\n";
-  line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
-         << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
-         << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
-  return success();
+  return name;
 }
 
 /// Matmul as an einsum spec: batch dims broadcast (a size-1 or missing batch
@@ -1360,6 +1374,34 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
            << pointer(pick.getTargets()) << ", "
            << vocabStart(pick.getVocabAxes(), vocab) << ", " << vocab * pieces
            << ", (float *)" << pointer(pick.getResult()) << ");\n";
+    return success();
+  }
+  if (auto stats = dyn_cast<LogitsStatsOp>(op)) {
+    // The product as `rows..., y` times `y, z`, the logits row-major.
+    int64_t rank = tensorType(stats.getLhs()).getRank();
+    std::string rows = std::string("abcdefghijklmnopqrstuvwx").substr(0, rank - 1);
+    ArrayRef<int64_t> rhs = shape(stats.getRhs());
+    SmallVector<int64_t> logitsShape(shape(stats.getTargets()));
+    logitsShape.push_back(rhs[1]);
+    auto logitsType =
+        RankedTensorType::get(logitsShape, stats.getLogitsType());
+    std::string product = contractionDescriptor(
+        stats.getLhs(), stats.getRhs(), logitsType,
+        computeStrides(logitsShape), rows + "y,yz->" + rows + "z");
+    int64_t pieces = 1;
+    if (auto axes = stats.getVocabAxes())
+      for (Attribute axis : *axes)
+        pieces *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+    line() << "loomrt_logits_stats(rt, " << site(op) << ", &" << product
+           << ", " << pointer(stats.getLhs()) << ", " << pointer(stats.getRhs())
+           << ", " << dtype(stats.getTargets()) << ", "
+           << pointer(stats.getTargets()) << ", "
+           << vocabStart(stats.getVocabAxes(), rhs[1]) << ", "
+           << rhs[1] * pieces << ", " << (stats.getPartial() ? 1 : 0)
+           << ", (float *)" << pointer(stats.getMax()) << ", (float *)"
+           << pointer(stats.getSum()) << ", (float *)"
+           << pointer(stats.getPicked()) << "); // loom.logits_stats at "
+           << where() << "\n";
     return success();
   }
   if (auto ce = dyn_cast<CrossEntropyOp>(op)) {

@@ -17,6 +17,7 @@
 #include "loomrt.h"
 #include "runtime/Elements.h"
 #include "runtime/GemmPlan.h"
+#include "runtime/LogitsStats.h"
 #include "runtime/Runtime.h"
 #include "runtime/SoftmaxStats.h"
 #include "runtime/SplitBf16.h"
@@ -1398,6 +1399,109 @@ extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
       vocabTotal, out, flag);
   check(cudaGetLastError(), "pick");
   checkTargets(rt, site, flag, targets, targetsDtype, vocabTotal);
+}
+
+/// One block of a cross-entropy's logits ([rows, count], columns from
+/// `start` of this rank's piece), a row per thread block: the row's
+/// statistics over the block (as softmaxStatsKernel with `partial`) and its
+/// target's logit, merged into the row's running ones (mergeLogitsBlock),
+/// so that a block costs its GEMM and this one launch. A target outside
+/// the vocabulary sets *bad to its position + 1 (checked after the step).
+template <int Dtype>
+__global__ void logitsBlockKernel(const void *logits, int64_t rows,
+                                  int64_t count, bool packs, int64_t start,
+                                  int targetsDtype, const void *targets,
+                                  int64_t vocabStart, int64_t vocabTotal,
+                                  float *max, float *sum, float *picked,
+                                  unsigned long long *bad) {
+  constexpr int N = Pack<Dtype>::N;
+  __shared__ float sharedMax[256], sharedSum[256];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    SoftmaxStats stats = emptyStats();
+    if (packs) {
+      for (int64_t p = threadIdx.x; p < count / N; p += blockDim.x) {
+        float v[N];
+        loadPack<Dtype>(logits, r * count + p * N, v);
+        float packMax = v[0];
+        for (int i = 1; i < N; ++i)
+          packMax = maxKeepingNaN(packMax, v[i]);
+        raiseMax(stats, packMax);
+        for (int i = 0; i < N; ++i)
+          addShifted(stats, v[i]);
+      }
+    } else {
+      stats = threadRowStats(Dtype, logits, r * count, count);
+    }
+    stats = blockStats(stats, sharedMax, sharedSum);
+    if (threadIdx.x == 0) {
+      int64_t target = loadInt(targetsDtype, targets, r);
+      if (start == 0 && (target < 0 || target >= vocabTotal))
+        atomicMin(bad, (unsigned long long)(r + 1));
+      int64_t column = target - vocabStart - start;
+      float mine = column >= 0 && column < count
+                       ? load(Dtype, logits, r * count + column)
+                       : 0.0f;
+      mergeLogitsBlock(&max[r], &sum[r], &picked[r], stats.max, stats.sum,
+                       mine, start == 0);
+    }
+  }
+}
+
+template <int Dtype> struct LaunchLogitsBlock {
+  static void run(const void *logits, int64_t rows, int64_t count,
+                  bool packs, int64_t start, int targetsDtype,
+                  const void *targets, int64_t vocabStart,
+                  int64_t vocabTotal, float *max, float *sum, float *picked,
+                  unsigned long long *bad) {
+    logitsBlockKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
+        logits, rows, count, packs, start, targetsDtype, targets, vocabStart,
+        vocabTotal, max, sum, picked, bad);
+  }
+};
+
+__global__ void finishLogitsSumKernel(const float *max, float *sum,
+                                      int64_t rows, int64_t vocab) {
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x)
+    sum[r] = finalSum(SoftmaxStats{max[r], sum[r]}, vocab);
+}
+
+/// Blocks of 24 MiB, so that the block the GEMM writes is still in L2
+/// (50 MB on an H100, 60 on an H200) when the row statistics read it, with
+/// room for the rows' activations that every block's GEMM reads again.
+extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
+                                    const loomrt_contraction *c, const void *a,
+                                    const void *b, int targetsDtype,
+                                    const void *targets, int64_t vocabStart,
+                                    int64_t vocabTotal, int partial,
+                                    float *max, float *sum, float *picked) {
+  int64_t rows = logitsRows(*c), vocab = logitsVocab(*c);
+  int64_t logitBytes = int64_t(elementBytes(c->out_dtype));
+  int64_t columns =
+      logitsBlockColumns(rows, vocab, logitBytes, int64_t(24) << 20);
+  cudaStream_t stream = device().stream;
+  void *block = scratch(6, size_t(std::max<int64_t>(rows * columns, 1)) *
+                               size_t(logitBytes));
+  unsigned long long *bad = badFlag();
+  for (int64_t start = 0; start < vocab; start += columns) {
+    int64_t count = std::min(columns, vocab - start), bOffset = 0;
+    loomrt_contraction part = logitsBlock(*c, start, count, &bOffset);
+    loomrt_contract(rt, &part, a,
+                    static_cast<const char *>(b) +
+                        bOffset * int64_t(elementBytes(c->b_dtype)),
+                    block);
+    forFloatType<LaunchLogitsBlock>(
+        c->out_dtype, block, rows, count,
+        packable(c->out_dtype, count, false, {block}), start, targetsDtype,
+        targets, vocabStart, vocabTotal, max, sum, picked, bad);
+    check(cudaGetLastError(), "logits statistics");
+  }
+  checkTargets(rt, site, bad, targets, targetsDtype, vocabTotal);
+  if (!partial) {
+    finishLogitsSumKernel<<<blocksFor(rows), 256, 0, stream>>>(max, sum, rows,
+                                                               vocab);
+    check(cudaGetLastError(), "logits statistics");
+  }
 }
 
 extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,

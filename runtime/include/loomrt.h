@@ -223,6 +223,14 @@ void loomrt_embedding(int ids_dtype, const void *ids, int64_t count, int dtype,
 void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
                  int64_t count, int64_t vocab, int targets_dtype, const void *targets,
                  int64_t vocab_start, int64_t vocab_total, float *out);
+/* loom.logits_stats: with logits the result of the product `c` ([rows...,
+ * vocab], never stored whole: made a block of columns at a time),
+ * max and sum as loomrt_softmax_stats (partial or not) and picked as
+ * loomrt_pick over the logits. */
+void loomrt_logits_stats(loomrt_ctx *rt, const char *site, const loomrt_contraction *c,
+                         const void *a, const void *b, int targets_dtype,
+                         const void *targets, int64_t vocab_start, int64_t vocab_total,
+                         int partial, float *max, float *sum, float *picked);
 /* Mean over `count` rows of logsumexp(logits[i, :]) - logits[i, targets[i]]. */
 void loomrt_cross_entropy(loomrt_ctx *rt, const char *site, int dtype, const void *logits,
                           int64_t count, int64_t vocab, int targets_dtype,

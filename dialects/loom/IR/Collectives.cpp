@@ -393,3 +393,8 @@ LogicalResult EmbeddingOp::verifySymbolUses(SymbolTableCollection &tables) {
 LogicalResult PickOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyVocabGroup(*this, getMeshAttr(), getVocabAxes(), tables);
 }
+
+LogicalResult
+LogitsStatsOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyVocabGroup(*this, getMeshAttr(), getVocabAxes(), tables);
+}

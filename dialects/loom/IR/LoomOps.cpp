@@ -348,6 +348,27 @@ LogicalResult SoftmaxStatsOp::verify() {
   return success();
 }
 
+LogicalResult LogitsStatsOp::verify() {
+  RankedTensorType lhs = getLhs().getType(), rhs = getRhs().getType();
+  RankedTensorType targets = getTargets().getType();
+  if (lhs.getRank() < 2 || rhs.getRank() != 2 ||
+      lhs.getShape().back() != rhs.getShape().front())
+    return emitOpError("needs lhs [..., K] and rhs [K, V], got ")
+           << describeType(lhs) << " and " << describeType(rhs);
+  if (targets.getShape() != lhs.getShape().drop_back())
+    return emitOpError("targets ")
+           << describeType(targets) << " must have the shape of lhs "
+           << describeType(lhs) << " without its last dimension";
+  for (Value result : {getMax(), getSum(), getPicked()})
+    if (cast<RankedTensorType>(result.getType()).getShape() !=
+        targets.getShape())
+      return emitOpError("results must have the shape of the targets");
+  if (!isa<FloatType>(getLogitsType()))
+    return emitOpError("logits must have a floating type, not ")
+           << getLogitsType();
+  return verifyVocabAxes(*this, getMeshAttr(), getVocabAxes());
+}
+
 LogicalResult SoftmaxOp::verify() {
   return verifyDimIndex(getLoc(), "softmax", static_cast<int64_t>(getDim()),
                         getInput().getType().getRank());

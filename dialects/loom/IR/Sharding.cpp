@@ -176,6 +176,11 @@ int64_t loom::syntheticIdBound(Value input) {
         bound = std::min(bound, lastDim(pick.getLogits()) *
                                     groupSize(user, pick.getVocabAxes(),
                                               pick.getMeshAttr()));
+      else if (auto stats = dyn_cast<LogitsStatsOp>(user);
+               stats && stats.getTargets() == value)
+        bound = std::min(bound, lastDim(stats.getRhs()) *
+                                    groupSize(user, stats.getVocabAxes(),
+                                              stats.getMeshAttr()));
       else if (auto ce = dyn_cast<CrossEntropyOp>(user))
         bound = std::min(bound, lastDim(ce.getLogits()));
       else if (isa<ReshapeOp, ShardOp, AllSliceOp, AllGatherOp, AllToAllOp,

@@ -92,6 +92,13 @@ static double flopsOf(Operation *op) {
     return 5.0 * elementsOf(op->getOperand(0));
   if (isa<SoftmaxStatsOp>(op)) // max, subtract, exp, add
     return 4.0 * elementsOf(op->getOperand(0));
+  if (auto stats = dyn_cast<LogitsStatsOp>(op)) {
+    // The product, then softmax_stats over the logits and one pick a row.
+    auto rhs = cast<RankedTensorType>(stats.getRhs().getType());
+    double rows = elementsOf(stats.getTargets());
+    double logits = rows * double(rhs.getDimSize(1));
+    return 2.0 * logits * double(rhs.getDimSize(0)) + 4.0 * logits + rows;
+  }
   if (isa<SumOp, MeanOp, MaxOp>(op))
     return elementsOf(op->getOperand(0));
   if (isa<GeluOp>(op))

@@ -115,6 +115,9 @@ bool loom::isTransposeView(Operation *op) {
   return llvm::all_of(op->getUsers(), [&](Operation *user) {
     if (isa<MatmulOp, EinsumOp>(user))
       return true;
+    // Its product's operands are read as a contraction's.
+    if (auto stats = dyn_cast<LogitsStatsOp>(user))
+      return stats.getTargets() != result;
     auto attention = dyn_cast<AttentionOp>(user);
     AttentionView view;
     return attention &&

@@ -24,7 +24,7 @@ namespace loom {
 
 /// Whether `op` is a transpose that needs no buffer and no kernel: every
 /// user reads its input through permuted strides. Contractions (matmul,
-/// einsum) read any view; attention reads q, k and v views whose last
+/// einsum, and loom.logits_stats's product) read any view; attention reads q, k and v views whose last
 /// dimension stays last and whose batch dimensions but the last merge into
 /// one stride (loomrt_attention_strides). The tied output projection
 /// `h @ transpose(wte)` reads the embedding table as it is, and attention

@@ -1,0 +1,81 @@
+//===- LogitsStats.h - A cross-entropy's logits a block at a time ---------===//
+//
+// Part of the Loom project.
+//
+// loomrt_logits_stats (loom.logits_stats) makes the logits a block of
+// columns at a time: each block is one GEMM of the product's descriptor
+// narrowed to those columns, then the block's softmax statistics and picks,
+// merged into the rows' running ones. Shared by the CPU and CUDA backends
+// (the merge also runs in a kernel).
+//===----------------------------------------------------------------------===//
+#ifndef LOOMRT_LOGITSSTATS_H
+#define LOOMRT_LOGITSSTATS_H
+
+#include "loomrt.h"
+#include "runtime/SoftmaxStats.h"
+
+#include <stdlib.h>
+
+namespace loomrt {
+
+/// The logits' rows and columns: the product's result is [rows..., vocab],
+/// its vocabulary the one n dimension, last in b's and out's views.
+inline int64_t logitsRows(const loomrt_contraction &c) {
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < c.out.num_dims; ++d)
+    rows *= c.out.size[d];
+  return rows;
+}
+inline int64_t logitsVocab(const loomrt_contraction &c) {
+  return c.out.size[c.out.num_dims - 1];
+}
+
+/// The product of columns [start, start + count) into a row-major
+/// [rows, count] block; b's pointer moves by `*bOffset` elements.
+inline loomrt_contraction logitsBlock(const loomrt_contraction &c,
+                                      int64_t start, int64_t count,
+                                      int64_t *bOffset) {
+  loomrt_contraction block = c;
+  int bColumns = c.b.num_dims - 1, outColumns = c.out.num_dims - 1;
+  *bOffset = start * c.b.stride[bColumns];
+  block.b.size[bColumns] = count;
+  int64_t stride = 1;
+  for (int d = outColumns; d >= 0; --d) {
+    block.out.size[d] = d == outColumns ? count : c.out.size[d];
+    block.out.stride[d] = stride;
+    stride *= block.out.size[d];
+  }
+  return block;
+}
+
+/// Columns per block: as many as `bytes` of logits hold, in multiples of
+/// 128 (whole GEMM tiles), or LOOMRT_LOGITS_COLUMNS (checked at start-up)
+/// for tests that need many blocks of a small vocabulary.
+inline int64_t logitsBlockColumns(int64_t rows, int64_t vocab,
+                                  int64_t elementBytes, int64_t bytes) {
+  if (const char *forced = getenv("LOOMRT_LOGITS_COLUMNS"))
+    if (*forced)
+      return atoll(forced) < vocab ? atoll(forced) : vocab;
+  int64_t columns = bytes / (rows > 0 ? rows * elementBytes : 1);
+  columns = columns / 128 * 128;
+  if (columns < 128)
+    columns = 128;
+  return columns < vocab ? columns : vocab;
+}
+
+/// Merges one block's statistics (loomrt_softmax_stats with `partial`) and
+/// pick (0 unless the target is in the block) into a row's running ones;
+/// `first` starts them.
+LOOMRT_INLINE void mergeLogitsBlock(float *max, float *sum, float *picked,
+                                    float blockMax, float blockSum,
+                                    float blockPicked, bool first) {
+  SoftmaxStats stats = first ? emptyStats() : SoftmaxStats{*max, *sum};
+  mergeStats(stats, SoftmaxStats{blockMax, blockSum});
+  *max = stats.max;
+  *sum = stats.sum;
+  *picked = (first ? 0.0f : *picked) + blockPicked;
+}
+
+} // namespace loomrt
+
+#endif // LOOMRT_LOGITSSTATS_H
