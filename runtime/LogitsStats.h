@@ -12,6 +12,7 @@
 #define LOOMRT_LOGITSSTATS_H
 
 #include "loomrt.h"
+#include "runtime/Elements.h"
 #include "runtime/SoftmaxStats.h"
 
 #include <stdlib.h>
@@ -62,6 +63,29 @@ inline int64_t logitsBlockColumns(int64_t rows, int64_t vocab,
     columns = 128;
   return columns < vocab ? columns : vocab;
 }
+
+/// A product's logits in blocks of columns: `forEach` runs
+/// fn(product narrowed to the block, b at the block, start, count).
+struct LogitsBlocks {
+  int64_t rows, vocab, columns;
+  LogitsBlocks(const loomrt_contraction &c, int64_t blockBytes)
+      : rows(logitsRows(c)), vocab(logitsVocab(c)),
+        columns(logitsBlockColumns(rows, vocab, elementBytes(c.out_dtype),
+                                   blockBytes)) {}
+  int64_t blockElements() const { return rows * columns; }
+  template <typename Fn>
+  void forEach(const loomrt_contraction &c, const void *b, Fn fn) const {
+    for (int64_t start = 0; start < vocab; start += columns) {
+      int64_t count = vocab - start < columns ? vocab - start : columns;
+      int64_t bOffset = 0;
+      loomrt_contraction block = logitsBlock(c, start, count, &bOffset);
+      fn(block,
+         static_cast<const char *>(b) +
+             bOffset * int64_t(elementBytes(c.b_dtype)),
+         start, count);
+    }
+  }
+};
 
 /// Merges one block's statistics (loomrt_softmax_stats with `partial`) and
 /// pick (0 unless the target is in the block) into a row's running ones;

@@ -694,35 +694,30 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
                                     const void *targets, int64_t vocabStart,
                                     int64_t vocabTotal, int partial,
                                     float *max, float *sum, float *picked) {
-  int64_t rows = logitsRows(*c), vocab = logitsVocab(*c);
-  int64_t logitBytes = elementBytes(c->out_dtype);
-  int64_t columns =
-      logitsBlockColumns(rows, vocab, logitBytes, int64_t(32) << 20);
+  LogitsBlocks blocks(*c, int64_t(32) << 20);
+  int64_t rows = blocks.rows;
   thread_local std::vector<char> block;
   thread_local std::vector<float> blockStats;
-  block.resize(size_t(rows * columns * logitBytes));
+  block.resize(size_t(blocks.blockElements()) * elementBytes(c->out_dtype));
   blockStats.resize(size_t(3 * rows));
   float *blockMax = blockStats.data(), *blockSum = blockMax + rows,
         *blockPicked = blockSum + rows;
-  for (int64_t start = 0; start < vocab; start += columns) {
-    int64_t count = std::min(columns, vocab - start), bOffset = 0;
-    loomrt_contraction part = logitsBlock(*c, start, count, &bOffset);
-    loomrt_contract(rt, &part, a,
-                    static_cast<const char *>(b) +
-                        bOffset * int64_t(elementBytes(c->b_dtype)),
-                    block.data());
-    loomrt_softmax_stats(c->out_dtype, block.data(), blockMax, blockSum, rows,
-                         count, /*partial=*/1);
-    loomrt_pick(rt, site, c->out_dtype, block.data(), rows, count,
-                targetsDtype, targets, vocabStart + start, vocabTotal,
-                blockPicked);
-    for (int64_t r = 0; r < rows; ++r)
-      mergeLogitsBlock(&max[r], &sum[r], &picked[r], blockMax[r], blockSum[r],
-                       blockPicked[r], start == 0);
-  }
+  blocks.forEach(*c, b,
+                 [&](const loomrt_contraction &part, const void *bPart,
+                     int64_t start, int64_t count) {
+                   loomrt_contract(rt, &part, a, bPart, block.data());
+                   loomrt_softmax_stats(c->out_dtype, block.data(), blockMax,
+                                        blockSum, rows, count, /*partial=*/1);
+                   loomrt_pick(rt, site, c->out_dtype, block.data(), rows,
+                               count, targetsDtype, targets, vocabStart + start,
+                               vocabTotal, blockPicked);
+                   for (int64_t r = 0; r < rows; ++r)
+                     mergeLogitsBlock(&max[r], &sum[r], &picked[r], blockMax[r],
+                                      blockSum[r], blockPicked[r], start == 0);
+                 });
   if (!partial)
     for (int64_t r = 0; r < rows; ++r)
-      sum[r] = finalSum(SoftmaxStats{max[r], sum[r]}, vocab);
+      sum[r] = finalSum(SoftmaxStats{max[r], sum[r]}, blocks.vocab);
 }
 
 extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,

@@ -975,6 +975,32 @@ __device__ SoftmaxStats threadRowStats(int dtype, const void *base,
   return stats;
 }
 
+/// The statistics of the row of n elements at `start`, over the block's
+/// threads: each thread's elements online (whole 16-byte packs at a time
+/// with `packs`), then merged in a tree.
+template <int Dtype>
+__device__ SoftmaxStats rowStats(const void *in, int64_t start, int64_t n,
+                                 bool packs, float *sharedMax,
+                                 float *sharedSum) {
+  constexpr int N = Pack<Dtype>::N;
+  SoftmaxStats stats = emptyStats();
+  if (packs) {
+    for (int64_t p = threadIdx.x; p < n / N; p += blockDim.x) {
+      float v[N];
+      loadPack<Dtype>(in, start + p * N, v);
+      float packMax = v[0];
+      for (int i = 1; i < N; ++i)
+        packMax = maxKeepingNaN(packMax, v[i]);
+      raiseMax(stats, packMax);
+      for (int i = 0; i < N; ++i)
+        addShifted(stats, v[i]);
+    }
+  } else {
+    stats = threadRowStats(Dtype, in, start, n);
+  }
+  return blockStats(stats, sharedMax, sharedSum);
+}
+
 /// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): a block
 /// per row, each thread's elements online (whole 16-byte packs at a time
 /// with `packs`), then the threads' statistics merged in a tree.
@@ -982,25 +1008,10 @@ template <int Dtype>
 __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
                                    int64_t rows, int64_t n, bool packs,
                                    bool partial) {
-  constexpr int N = Pack<Dtype>::N;
   __shared__ float sharedMax[256], sharedSum[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    SoftmaxStats stats = emptyStats();
-    if (packs) {
-      for (int64_t p = threadIdx.x; p < n / N; p += blockDim.x) {
-        float v[N];
-        loadPack<Dtype>(in, r * n + p * N, v);
-        float packMax = v[0];
-        for (int i = 1; i < N; ++i)
-          packMax = maxKeepingNaN(packMax, v[i]);
-        raiseMax(stats, packMax);
-        for (int i = 0; i < N; ++i)
-          addShifted(stats, v[i]);
-      }
-    } else {
-      stats = threadRowStats(Dtype, in, r * n, n);
-    }
-    stats = blockStats(stats, sharedMax, sharedSum);
+    SoftmaxStats stats =
+        rowStats<Dtype>(in, r * n, n, packs, sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       max[r] = stats.max;
       sum[r] = partial ? stats.sum : finalSum(stats, n);
@@ -1414,25 +1425,10 @@ __global__ void logitsBlockKernel(const void *logits, int64_t rows,
                                   int64_t vocabStart, int64_t vocabTotal,
                                   float *max, float *sum, float *picked,
                                   unsigned long long *bad) {
-  constexpr int N = Pack<Dtype>::N;
   __shared__ float sharedMax[256], sharedSum[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    SoftmaxStats stats = emptyStats();
-    if (packs) {
-      for (int64_t p = threadIdx.x; p < count / N; p += blockDim.x) {
-        float v[N];
-        loadPack<Dtype>(logits, r * count + p * N, v);
-        float packMax = v[0];
-        for (int i = 1; i < N; ++i)
-          packMax = maxKeepingNaN(packMax, v[i]);
-        raiseMax(stats, packMax);
-        for (int i = 0; i < N; ++i)
-          addShifted(stats, v[i]);
-      }
-    } else {
-      stats = threadRowStats(Dtype, logits, r * count, count);
-    }
-    stats = blockStats(stats, sharedMax, sharedSum);
+    SoftmaxStats stats = rowStats<Dtype>(logits, r * count, count, packs,
+                                         sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       int64_t target = loadInt(targetsDtype, targets, r);
       if (start == 0 && (target < 0 || target >= vocabTotal))
@@ -1475,31 +1471,25 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
                                     const void *targets, int64_t vocabStart,
                                     int64_t vocabTotal, int partial,
                                     float *max, float *sum, float *picked) {
-  int64_t rows = logitsRows(*c), vocab = logitsVocab(*c);
-  int64_t logitBytes = int64_t(elementBytes(c->out_dtype));
-  int64_t columns =
-      logitsBlockColumns(rows, vocab, logitBytes, int64_t(24) << 20);
+  LogitsBlocks blocks(*c, int64_t(24) << 20);
+  int64_t rows = blocks.rows;
   cudaStream_t stream = device().stream;
-  void *block = scratch(6, size_t(std::max<int64_t>(rows * columns, 1)) *
-                               size_t(logitBytes));
+  void *block = scratch(6, size_t(std::max<int64_t>(blocks.blockElements(), 1)) *
+                               elementBytes(c->out_dtype));
   unsigned long long *bad = badFlag();
-  for (int64_t start = 0; start < vocab; start += columns) {
-    int64_t count = std::min(columns, vocab - start), bOffset = 0;
-    loomrt_contraction part = logitsBlock(*c, start, count, &bOffset);
-    loomrt_contract(rt, &part, a,
-                    static_cast<const char *>(b) +
-                        bOffset * int64_t(elementBytes(c->b_dtype)),
-                    block);
+  blocks.forEach(*c, b, [&](const loomrt_contraction &part, const void *bPart,
+                            int64_t start, int64_t count) {
+    loomrt_contract(rt, &part, a, bPart, block);
     forFloatType<LaunchLogitsBlock>(
         c->out_dtype, block, rows, count,
         packable(c->out_dtype, count, false, {block}), start, targetsDtype,
         targets, vocabStart, vocabTotal, max, sum, picked, bad);
     check(cudaGetLastError(), "logits statistics");
-  }
+  });
   checkTargets(rt, site, bad, targets, targetsDtype, vocabTotal);
   if (!partial) {
     finishLogitsSumKernel<<<blocksFor(rows), 256, 0, stream>>>(max, sum, rows,
-                                                               vocab);
+                                                               blocks.vocab);
     check(cudaGetLastError(), "logits statistics");
   }
 }
