@@ -888,8 +888,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
-  std::string name = contractionDescriptor(a, b, tensorType(out),
-                                           stridesInBuffer(out), spec);
+  std::string name =
+      contractionDescriptor(a, b, tensorType(out), stridesInBuffer(out), spec);
   line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
          << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
          << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
@@ -1379,24 +1379,23 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   if (auto stats = dyn_cast<LogitsStatsOp>(op)) {
     // The product as `rows..., y` times `y, z`, the logits row-major.
     int64_t rank = tensorType(stats.getLhs()).getRank();
-    std::string rows = std::string("abcdefghijklmnopqrstuvwx").substr(0, rank - 1);
+    std::string rows =
+        std::string("abcdefghijklmnopqrstuvwx").substr(0, rank - 1);
     ArrayRef<int64_t> rhs = shape(stats.getRhs());
     SmallVector<int64_t> logitsShape(shape(stats.getTargets()));
     logitsShape.push_back(rhs[1]);
-    auto logitsType =
-        RankedTensorType::get(logitsShape, stats.getLogitsType());
+    auto logitsType = RankedTensorType::get(logitsShape, stats.getLogitsType());
     std::string product = contractionDescriptor(
-        stats.getLhs(), stats.getRhs(), logitsType,
-        computeStrides(logitsShape), rows + "y,yz->" + rows + "z");
+        stats.getLhs(), stats.getRhs(), logitsType, computeStrides(logitsShape),
+        rows + "y,yz->" + rows + "z");
     int64_t pieces = 1;
     if (auto axes = stats.getVocabAxes())
       for (Attribute axis : *axes)
         pieces *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
-    line() << "loomrt_logits_stats(rt, " << site(op) << ", &" << product
-           << ", " << pointer(stats.getLhs()) << ", " << pointer(stats.getRhs())
-           << ", " << dtype(stats.getTargets()) << ", "
-           << pointer(stats.getTargets()) << ", "
-           << vocabStart(stats.getVocabAxes(), rhs[1]) << ", "
+    line() << "loomrt_logits_stats(rt, " << site(op) << ", &" << product << ", "
+           << pointer(stats.getLhs()) << ", " << pointer(stats.getRhs()) << ", "
+           << dtype(stats.getTargets()) << ", " << pointer(stats.getTargets())
+           << ", " << vocabStart(stats.getVocabAxes(), rhs[1]) << ", "
            << rhs[1] * pieces << ", " << (stats.getPartial() ? 1 : 0)
            << ", (float *)" << pointer(stats.getMax()) << ", (float *)"
            << pointer(stats.getSum()) << ", (float *)"

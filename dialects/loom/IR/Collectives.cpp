@@ -394,7 +394,6 @@ LogicalResult PickOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyVocabGroup(*this, getMeshAttr(), getVocabAxes(), tables);
 }
 
-LogicalResult
-LogitsStatsOp::verifySymbolUses(SymbolTableCollection &tables) {
+LogicalResult LogitsStatsOp::verifySymbolUses(SymbolTableCollection &tables) {
   return verifyVocabGroup(*this, getMeshAttr(), getVocabAxes(), tables);
 }
