@@ -15,8 +15,6 @@
 #include "runtime/Elements.h"
 #include "runtime/SoftmaxStats.h"
 
-#include <stdlib.h>
-
 namespace loomrt {
 
 /// The logits' rows and columns: the product's result is [rows..., vocab],
@@ -49,18 +47,18 @@ inline loomrt_contraction logitsBlock(const loomrt_contraction &c,
   return block;
 }
 
-/// Columns per block: as many as `bytes` of logits hold, in multiples of
-/// 128 (whole GEMM tiles), or LOOMRT_LOGITS_COLUMNS (checked at start-up)
-/// for tests that need many blocks of a small vocabulary.
+/// Columns per block: `asked` (LOOMRT_LOGITS_COLUMNS, for tests that need
+/// many blocks of a small vocabulary) when it is not 0, else as many as
+/// `bytes` of logits hold, in multiples of 128 (whole GEMM tiles).
 inline int64_t logitsBlockColumns(int64_t rows, int64_t vocab,
-                                  int64_t elementBytes, int64_t bytes) {
-  if (const char *forced = getenv("LOOMRT_LOGITS_COLUMNS"))
-    if (*forced)
-      return atoll(forced) < vocab ? atoll(forced) : vocab;
-  int64_t columns = bytes / (rows > 0 ? rows * elementBytes : 1);
-  columns = columns / 128 * 128;
-  if (columns < 128)
-    columns = 128;
+                                  int64_t elementBytes, int64_t bytes,
+                                  int64_t asked) {
+  int64_t columns = asked;
+  if (columns <= 0) {
+    columns = bytes / (rows > 0 ? rows * elementBytes : 1) / 128 * 128;
+    if (columns < 128)
+      columns = 128;
+  }
   return columns < vocab ? columns : vocab;
 }
 
@@ -68,10 +66,11 @@ inline int64_t logitsBlockColumns(int64_t rows, int64_t vocab,
 /// fn(product narrowed to the block, b at the block, start, count).
 struct LogitsBlocks {
   int64_t rows, vocab, columns;
-  LogitsBlocks(const loomrt_contraction &c, int64_t blockBytes)
+  LogitsBlocks(const loomrt_contraction &c, int64_t blockBytes,
+               int64_t askedColumns)
       : rows(logitsRows(c)), vocab(logitsVocab(c)),
         columns(logitsBlockColumns(rows, vocab, elementBytes(c.out_dtype),
-                                   blockBytes)) {}
+                                   blockBytes, askedColumns)) {}
   int64_t blockElements() const { return rows * columns; }
   template <typename Fn>
   void forEach(const loomrt_contraction &c, const void *b, Fn fn) const {

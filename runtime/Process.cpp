@@ -40,6 +40,8 @@ struct loomrt_ctx {
   std::vector<int64_t> coords;
   uint64_t sequence = 0;
   double timeout = 300.0;
+  /// LOOMRT_LOGITS_COLUMNS, or 0: the backend's block size.
+  int64_t logitsColumns = 0;
   std::vector<float> scratch[3];
   double gemmSeconds = 0.0;
   /// --profile: each kernel's time over the profiled steps, and this step's
@@ -172,6 +174,10 @@ const std::vector<int64_t> &loomrt::coordinates(const loomrt_ctx *rt) {
 }
 const loomrt_model &loomrt::model(const loomrt_ctx *rt) { return *rt->model; }
 double loomrt::collectiveTimeout(const loomrt_ctx *rt) { return rt->timeout; }
+
+int64_t loomrt::logitsColumnsAsked(const loomrt_ctx *rt) {
+  return rt->logitsColumns;
+}
 
 int64_t loomrt::groupColour(const loomrt_model &m,
                             const std::vector<int64_t> &coords, const int *axes,
@@ -512,6 +518,8 @@ struct Options {
   double timeout = 300.0;
   /// --profile's peaks from LOOMRT_PEAKS (bytes/s, FLOP/s), or 0: measured.
   double peakBytes = 0, peakFlops = 0;
+  /// LOOMRT_LOGITS_COLUMNS, or 0.
+  int64_t logitsColumns = 0;
 };
 
 const char *kUsage =
@@ -704,6 +712,7 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
               columns + "'";
       return false;
     }
+    options.logitsColumns = value;
   }
   const char *attention = getenv("LOOMRT_ATTENTION");
   if (attention && *attention && strcmp(attention, "mma") != 0 &&
@@ -983,6 +992,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   rt->worldRank = rank;
   rt->worldSize = size;
   rt->timeout = options.timeout;
+  rt->logitsColumns = options.logitsColumns;
   rt->coords = coordinatesOf(*model, rank);
   bool leader = rank == 0;
   const DeviceOps &device = deviceOps();

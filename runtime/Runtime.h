@@ -149,6 +149,9 @@ int worldRank(const loomrt_ctx *rt);
 const std::vector<int64_t> &coordinates(const loomrt_ctx *rt);
 const loomrt_model &model(const loomrt_ctx *rt);
 double collectiveTimeout(const loomrt_ctx *rt);
+/// The columns of a block of logits that LOOMRT_LOGITS_COLUMNS asks for
+/// (checked at start-up), or 0: the backend's own.
+int64_t logitsColumnsAsked(const loomrt_ctx *rt);
 /// Which group over `axes` a rank with `coords` is in: its coordinates on
 /// the other axes, row-major (an MPI_Comm_split colour).
 int64_t groupColour(const loomrt_model &model,

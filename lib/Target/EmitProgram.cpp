@@ -168,6 +168,15 @@ private:
     return quote((name + " at " + formatSourceLoc(op->getLoc())).str());
   }
 
+  /// How many ranks a vocabulary split over `axes` is in (1 unsplit).
+  int64_t vocabPieces(std::optional<ArrayAttr> axes) {
+    int64_t pieces = 1;
+    if (axes)
+      for (Attribute axis : *axes)
+        pieces *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+    return pieces;
+  }
+
   int axisIndex(StringRef axis) {
     if (!mesh)
       return -1;
@@ -1362,10 +1371,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   }
   if (auto pick = dyn_cast<PickOp>(op)) {
     int64_t vocab = shape(pick.getLogits()).back();
-    int64_t pieces = 1;
-    if (auto axes = pick.getVocabAxes())
-      for (Attribute axis : *axes)
-        pieces *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+    int64_t pieces = vocabPieces(pick.getVocabAxes());
     // The site names the cross-entropy the pick came from (same location).
     line() << "loomrt_pick(rt, " << site(op) << ", " << dtype(pick.getLogits())
            << ", " << pointer(pick.getLogits()) << ", "
@@ -1388,10 +1394,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     std::string product = contractionDescriptor(
         stats.getLhs(), stats.getRhs(), logitsType, computeStrides(logitsShape),
         rows + "y,yz->" + rows + "z");
-    int64_t pieces = 1;
-    if (auto axes = stats.getVocabAxes())
-      for (Attribute axis : *axes)
-        pieces *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+    int64_t pieces = vocabPieces(stats.getVocabAxes());
     line() << "loomrt_logits_stats(rt, " << site(op) << ", &" << product << ", "
            << pointer(stats.getLhs()) << ", " << pointer(stats.getRhs()) << ", "
            << dtype(stats.getTargets()) << ", " << pointer(stats.getTargets())

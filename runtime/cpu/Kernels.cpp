@@ -694,7 +694,7 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
                                     const void *targets, int64_t vocabStart,
                                     int64_t vocabTotal, int partial,
                                     float *max, float *sum, float *picked) {
-  LogitsBlocks blocks(*c, int64_t(32) << 20);
+  LogitsBlocks blocks(*c, int64_t(32) << 20, logitsColumnsAsked(rt));
   int64_t rows = blocks.rows;
   thread_local std::vector<char> block;
   thread_local std::vector<float> blockStats;

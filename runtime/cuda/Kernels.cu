@@ -105,23 +105,23 @@ void *scratch(int slot, size_t bytes) {
   return d.scratch[slot];
 }
 
+/// Whether an on/off variable is on: set, and neither empty nor 0.
+bool envFlag(const char *name) {
+  const char *value = getenv(name);
+  return value && *value && strcmp(value, "0") != 0;
+}
+
 /// Whether the kernels not yet checked on a GPU run (LOOMRT_FAST_KERNELS=1;
 /// see "Row kernels with 16-byte loads").
 bool fastKernels() {
-  static const bool fast = [] {
-    const char *value = getenv("LOOMRT_FAST_KERNELS");
-    return value && *value && strcmp(value, "0") != 0;
-  }();
+  static const bool fast = envFlag("LOOMRT_FAST_KERNELS");
   return fast;
 }
 
 /// Whether GEMM algorithms are chosen by timing cuBLASLt's candidates on
 /// first use (LOOMRT_GEMM_TUNE=1) instead of taking its first choice.
 bool tuneGemms() {
-  static const bool tune = [] {
-    const char *value = getenv("LOOMRT_GEMM_TUNE");
-    return value && *value && strcmp(value, "0") != 0;
-  }();
+  static const bool tune = envFlag("LOOMRT_GEMM_TUNE");
   return tune;
 }
 
@@ -1471,7 +1471,7 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
                                     const void *targets, int64_t vocabStart,
                                     int64_t vocabTotal, int partial,
                                     float *max, float *sum, float *picked) {
-  LogitsBlocks blocks(*c, int64_t(24) << 20);
+  LogitsBlocks blocks(*c, int64_t(24) << 20, logitsColumnsAsked(rt));
   int64_t rows = blocks.rows;
   cudaStream_t stream = device().stream;
   void *block = scratch(6, size_t(std::max<int64_t>(blocks.blockElements(), 1)) *

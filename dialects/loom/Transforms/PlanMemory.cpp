@@ -13,6 +13,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 
 namespace loom {
 #define GEN_PASS_DEF_LOOMPLANMEMORY
@@ -227,10 +228,15 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     for (auto &entry : scratches)
       order.push_back(&entry.second);
     // Shared buffers start at their earliest value; ties keep definition
-    // order (the vector's), which the pointers follow.
-    llvm::sort(order, [](Buffer *a, Buffer *b) {
-      return std::make_pair(a->first, a) < std::make_pair(b->first, b);
+    // order (scratches last), so the plan does not depend on addresses.
+    SmallVector<size_t> positions(order.size());
+    for (size_t i = 0; i < positions.size(); ++i)
+      positions[i] = i;
+    llvm::sort(positions, [&](size_t a, size_t b) {
+      return std::make_pair(order[a]->first, a) <
+             std::make_pair(order[b]->first, b);
     });
+    order = llvm::map_to_vector(positions, [&](size_t i) { return order[i]; });
     SmallVector<Buffer *> live;
     int64_t peak = 0;
     for (Buffer *next : order) {
