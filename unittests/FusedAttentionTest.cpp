@@ -130,8 +130,8 @@ Outcome runCase(const Case &c, bool &packs) {
   const void *bases[4] = {qData.data(), kData.data(), vData.data(),
                           outData.data()};
   packs = fusedAttentionPacks(bases, at, c.e, c.f);
-  cuda_on_cpu::Dim3 grid{unsigned((c.s + kTile - 1) / kTile),
-                         unsigned(c.outer * c.inner), 1};
+  cuda_on_cpu::Dim3 grid{unsigned(c.outer * c.inner),
+                         unsigned((c.s + kTile - 1) / kTile), 1};
   bool mma = c.dtype == LOOMRT_BF16 && !c.wmma;
   cuda_on_cpu::launch(
       grid, kAttentionThreads, mma ? kMmaSharedBytes : kAttentionSharedBytes,
@@ -139,7 +139,7 @@ Outcome runCase(const Case &c, bool &packs) {
         if (mma)
           mmaAttentionKernel(qData.data(), kData.data(), vData.data(),
                              outData.data(), c.inner, c.s, c.t, int(c.e),
-                             int(c.f), at, c.causal, float(scale), packs);
+                             int(c.f), at, c.causal, log2Scale(scale), packs);
         else if (c.dtype == LOOMRT_BF16)
           fusedAttentionKernel<LOOMRT_BF16>(
               qData.data(), kData.data(), vData.data(), outData.data(), c.inner,

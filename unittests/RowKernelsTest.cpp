@@ -73,8 +73,9 @@ int64_t ulps(int dtype, float got, double exact) {
   return std::llabs(ordered(got) - ordered(rounded.at(0)));
 }
 
-/// The most ulps over the rows of a norm against the exact one.
-template <int Dtype, int ScaleDtype>
+/// The most ulps over the rows of a norm against the exact one, each row
+/// held by `Lanes` threads with K packs each.
+template <int Dtype, int ScaleDtype, int Lanes = kBlockRow, int K = kRowPacks>
 int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks) {
   std::vector<float> x = randomValues(Dtype, size_t(rows * n), 0.5f, 1),
                      gain = randomValues(ScaleDtype, size_t(n), 1.0f, 2),
@@ -83,9 +84,9 @@ int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks) {
       out(Dtype, std::vector<float>(size_t(rows * n), 0.0f));
   const float eps = 1e-5f;
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
-    normVecKernel<Dtype, ScaleDtype>(in.data(), scale.data(),
-                                     rms ? nullptr : bias.data(), out.data(),
-                                     rows, n, eps, rms);
+    normVecKernel<Dtype, ScaleDtype, Lanes, K>(in.data(), scale.data(),
+                                               rms ? nullptr : bias.data(),
+                                               out.data(), rows, n, eps, rms);
   });
   int64_t worst = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -115,6 +116,19 @@ TEST(RowKernelsTest, LayerNormBf16RowsWithF32Gains) {
   // A GPT's layer norm: 768 bf16 elements, f32 gains and biases; five rows
   // over two blocks (each block loops over rows).
   EXPECT_LE((normError<LOOMRT_BF16, LOOMRT_F32>(5, 768, false, 2)), 1);
+}
+
+TEST(RowKernelsTest, LayerNormBf16RowsAWarpEach) {
+  // The same rows a warp each (96 packs, 4 a lane, the last lane-pack
+  // empty): 19 rows over 2 blocks of 8 warps, so that 3 warps take a
+  // second row and the other 13 find none.
+  EXPECT_LE(
+      (normError<LOOMRT_BF16, LOOMRT_F32, kWarpRow, 4>(19, 768, false, 2)), 1);
+  // 256 packs, 8 a lane: the longest row a warp holds.
+  EXPECT_LE(
+      (normError<LOOMRT_BF16, LOOMRT_BF16, kWarpRow, 8>(3, 2048, true, 1)), 1);
+  EXPECT_LE((normError<LOOMRT_F32, LOOMRT_F32, kWarpRow, 1>(9, 128, false, 1)),
+            1);
 }
 
 TEST(RowKernelsTest, RmsNormF16RowsWithF16Gains) {

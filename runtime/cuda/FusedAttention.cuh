@@ -139,10 +139,11 @@ struct AttentionStrides {
   int64_t outer[4], inner[4], row[4];
 };
 
-/// What a block of either attention kernel works on: 64 queries of one
-/// batch entry (blockIdx.y). Causal: the last queries see the most keys,
-/// so their blocks start first (GPUs start blocks in about index order)
-/// and the short ones fill the end.
+/// What a block of either attention kernel works on: 64 queries (tile
+/// blockIdx.y) of one batch entry (blockIdx.x). Causal: the last queries
+/// see the most keys, so their blocks start first, those of every batch
+/// entry before any shorter tile (GPUs start blocks in about index order,
+/// x fastest), and the short ones fill the end.
 struct AttentionBlock {
   int64_t q0, lastKey;
   const uint16_t *q, *k, *v;
@@ -154,9 +155,9 @@ __device__ AttentionBlock attentionBlock(const uint16_t *q, const uint16_t *k,
                                          int64_t inner, int64_t t,
                                          const AttentionStrides &at,
                                          int causal) {
-  const int64_t b = blockIdx.y, bo = b / inner, bi = b % inner;
+  const int64_t b = blockIdx.x, bo = b / inner, bi = b % inner;
   AttentionBlock block;
-  block.q0 = int64_t(causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * kTile;
+  block.q0 = int64_t(causal ? gridDim.y - 1 - blockIdx.y : blockIdx.y) * kTile;
   block.lastKey = causal ? min(t, block.q0 + kTile) : t;
   block.q = q + bo * at.outer[0] + bi * at.inner[0];
   block.k = k + bo * at.outer[1] + bi * at.inner[1];
@@ -486,13 +487,20 @@ __device__ __forceinline__ uint32_t pairOf(uint16_t low, uint16_t high) {
   return low | uint32_t(high) << 16;
 }
 
+/// mmaAttentionKernel's scale: the scores' scale times log2(e), so that
+/// exp(x * scale - max) is exp2 of the scores so scaled, one instruction
+/// (ex2) where expf takes about nine.
+inline float log2Scale(double scale) {
+  return float(scale * 1.4426950408889634);
+}
+
 // Two blocks per SM: ptxas takes 254 registers without spilling; held to
 // 168 for three blocks, it spills 128 bytes.
 __global__ void __launch_bounds__(kAttentionThreads, 2)
     mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
                        uint16_t *out, int64_t inner, int64_t s, int64_t t,
                        int e, int f, AttentionStrides at, int causal,
-                       float scale, bool packs) {
+                       float scaleLog2, bool packs) {
   LOOMRT_DYNAMIC_SHARED(attentionShared);
   uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
   uint16_t *keys = queries + kTile * kMmaStride;
@@ -504,7 +512,6 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
   const int group = lane / 4, quad = lane % 4;
   const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
   const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
-  const int eSteps = (e + 15) / 16, fBlocks = (f + 7) / 8;
 
   loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
                     kMmaStride);
@@ -528,10 +535,11 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     tiles.next(keys, values, k0, block, t, e, f, at, packs, kMmaStride);
     // Scores of keys k0 + 8n + 2 * quad + (i % 2) for row[i / 2].
     float score[kTile / 8][4] = {};
+    // All 64 columns of e, also beyond a narrower head: the tiles hold
+    // zeros there, whose products add nothing, and a loop without exits
+    // lets the compiler interleave the products.
 #pragma unroll
     for (int step = 0; step < kHead / 16; ++step) {
-      if (step >= eSteps)
-        break;
 #pragma unroll
       for (int n = 0; n < kTile / 8; n += 2) {
         // Two blocks of 8 keys per ldmatrix: matrix j = lane / 8 is keys
@@ -545,9 +553,9 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
         mmaBf16(score[n + 1], queryRows[step], right + 2);
       }
     }
-    // Online softmax in f32. The scaled score is rounded before the
-    // subtraction (never fused into one FMA): the row's maximum itself
-    // must give exp(0) = 1. A masked score (a key beyond t or, causal,
+    // Online softmax in f32, in base 2 (log2Scale). The scaled score is
+    // rounded before the subtraction (never fused into one FMA): the row's
+    // maximum itself must give exp2(0) = 1. A masked score (a key beyond t or, causal,
     // after the query; or a padding row) becomes -inf, so it adds nothing;
     // only tiles on the diagonal or at an end have any, so the others skip
     // the test (most of a long causal sequence's tiles).
@@ -556,7 +564,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
       for (int i = 0; i < 4; ++i)
-        score[n][i] = __fmul_rn(score[n][i], scale);
+        score[n][i] = __fmul_rn(score[n][i], scaleLog2);
     if (!wholeTile) {
 #pragma unroll
       for (int n = 0; n < kTile / 8; ++n)
@@ -580,14 +588,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
       float newMax = fmaxf(rowMax[h], tileMax[h]);
       // Nothing visible yet: nothing to rescale. (Only a padding row, whose
       // values are never stored, stays so past its first tile of keys.)
-      factor[h] = newMax == -INFINITY ? 1.0f : expf(rowMax[h] - newMax);
+      factor[h] = newMax == -INFINITY ? 1.0f : exp2f(rowMax[h] - newMax);
       rowMax[h] = newMax;
     }
     float partial[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
       for (int i = 0; i < 4; ++i) {
-        score[n][i] = expf(score[n][i] - rowMax[i / 2]);
+        score[n][i] = exp2f(score[n][i] - rowMax[i / 2]);
         partial[i / 2] += score[n][i];
       }
     for (int h = 0; h < 2; ++h) {
@@ -617,24 +625,24 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
       }
       // Two blocks of 8 columns of V per transposing ldmatrix: matrix
       // j = lane / 8 is keys 16 * step + 8 * (j % 2) .. + 7 at columns
-      // 8 (c + j / 2) .. + 7; blocks beyond f read the tile's zeros.
+      // 8 (c + j / 2) .. + 7; blocks beyond f read the tile's zeros (their
+      // outputs are never stored). All of V's blocks first, then the terms
+      // one after another over them: the products of one term are
+      // independent of each other, and each output block still takes
+      // terms 0, 1 and 2 in that order.
+      uint32_t right[kHead / 8][2];
 #pragma unroll
-      for (int c = 0; c < kHead / 8; c += 2) {
-        if (c >= fBlocks)
-          break;
-        uint32_t right[4];
+      for (int c = 0; c < kHead / 8; c += 2)
         loadMatrices(
-            right,
+            &right[c][0],
             values + (step * 16 + 8 * (lane / 8 % 2) + lane % 8) * kMmaStride +
                 (c + lane / 16) * 8,
             true);
-        for (int half = 0; half < 2; ++half) {
-          if (c + half >= fBlocks)
-            break;
-          for (int term = 0; term < kSplitTerms; ++term)
-            mmaBf16(output[c + half], terms[term], right + 2 * half);
-        }
-      }
+#pragma unroll
+      for (int term = 0; term < kSplitTerms; ++term)
+#pragma unroll
+        for (int c = 0; c < kHead / 8; ++c)
+          mmaBf16(output[c], terms[term], right[c]);
     }
   }
   for (int h = 0; h < 2; ++h) {

@@ -111,10 +111,15 @@ bool envFlag(const char *name) {
   return value && *value && strcmp(value, "0") != 0;
 }
 
-/// Whether the kernels not yet checked on a GPU run (LOOMRT_FAST_KERNELS=1;
-/// see "Row kernels with 16-byte loads").
+/// Whether the fast kernels run (16-byte row kernels, fused attention,
+/// strided GEMM plans, 32-bit gathers): by default, since a GPU run checked
+/// them (docs/performance.md, 2026-11-30); LOOMRT_FAST_KERNELS=0 keeps to
+/// the plain element-wise kernels, the reference they are tested against.
 bool fastKernels() {
-  static const bool fast = envFlag("LOOMRT_FAST_KERNELS");
+  static const bool fast = [] {
+    const char *value = getenv("LOOMRT_FAST_KERNELS");
+    return !value || envFlag("LOOMRT_FAST_KERNELS");
+  }();
   return fast;
 }
 
@@ -875,18 +880,44 @@ void forFloatType(int dtype, Args... args) {
     Launch<LOOMRT_F16>::run(args...);
 }
 
+template <int Dtype, int ScaleDtype, int Lanes, int K>
+void launchNormRows(const void *x, const void *scale, const void *bias,
+                    void *out, int64_t rows, int64_t n, float eps, int rms) {
+  normVecKernel<Dtype, ScaleDtype, Lanes, K>
+      <<<blocksFor(rows, kBlockRow / Lanes), kBlockRow, 0, device().stream>>>(
+          x, scale, bias, out, rows, n, eps, rms);
+}
+
+/// A warp per row while a row's packs fit 8 per lane, else a block per row.
+template <int Dtype, int ScaleDtype>
+void launchNorm(const void *x, const void *scale, const void *bias, void *out,
+                int64_t rows, int64_t n, float eps, int rms) {
+  int64_t packs = n / Pack<Dtype>::N;
+  if (packs <= kWarpRow)
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 1>(x, scale, bias, out, rows,
+                                                   n, eps, rms);
+  else if (packs <= 2 * kWarpRow)
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 2>(x, scale, bias, out, rows,
+                                                   n, eps, rms);
+  else if (packs <= 4 * kWarpRow)
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 4>(x, scale, bias, out, rows,
+                                                   n, eps, rms);
+  else if (packs <= 8 * kWarpRow)
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 8>(x, scale, bias, out, rows,
+                                                   n, eps, rms);
+  else
+    launchNormRows<Dtype, ScaleDtype, kBlockRow, kRowPacks>(
+        x, scale, bias, out, rows, n, eps, rms);
+}
+
 template <int Dtype> struct LaunchNorm {
   static void run(int scaleDtype, const void *x, const void *scale,
                   const void *bias, void *out, int64_t rows, int64_t n,
                   float eps, int rms) {
     if (scaleDtype == Dtype)
-      normVecKernel<Dtype, Dtype>
-          <<<blocksFor(rows, 1), 256, 0, device().stream>>>(x, scale, bias, out,
-                                                            rows, n, eps, rms);
+      launchNorm<Dtype, Dtype>(x, scale, bias, out, rows, n, eps, rms);
     else if constexpr (Dtype != LOOMRT_F32) // an f32 scale (normVecScales)
-      normVecKernel<Dtype, LOOMRT_F32>
-          <<<blocksFor(rows, 1), 256, 0, device().stream>>>(x, scale, bias, out,
-                                                            rows, n, eps, rms);
+      launchNorm<Dtype, LOOMRT_F32>(x, scale, bias, out, rows, n, eps, rms);
   }
 };
 
@@ -906,7 +937,7 @@ bool packable(int dtype, int64_t n, bool resident,
   if (!fastKernels() || isInteger(dtype))
     return false;
   int per = dtype == LOOMRT_F32 ? 4 : 8;
-  if (n % per != 0 || (resident && n / per > 256 * kRowPacks))
+  if (n % per != 0 || (resident && n / per > kBlockRow * kRowPacks))
     return false;
   for (const void *p : pointers)
     if (p && !aligned16(p))
@@ -962,12 +993,14 @@ __device__ SoftmaxStats blockStats(SoftmaxStats stats, float *sharedMax,
   return block;
 }
 
-/// This thread's share of the row of n elements at `start`: every
-/// blockDim.x-th element, loaded one at a time.
+/// This thread's share of the row of n elements at `start`, shared by
+/// `lanes` threads of which it is `lane`: every lanes-th element, loaded
+/// one at a time.
 __device__ SoftmaxStats threadRowStats(int dtype, const void *base,
-                                       int64_t start, int64_t n) {
+                                       int64_t start, int64_t n, int lane,
+                                       int lanes) {
   SoftmaxStats stats = emptyStats();
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+  for (int64_t j = lane; j < n; j += lanes) {
     float x = load(dtype, base, start + j);
     raiseMax(stats, x);
     addShifted(stats, x);
@@ -975,17 +1008,19 @@ __device__ SoftmaxStats threadRowStats(int dtype, const void *base,
   return stats;
 }
 
-/// The statistics of the row of n elements at `start`, over the block's
-/// threads: each thread's elements online (whole 16-byte packs at a time
-/// with `packs`), then merged in a tree.
-template <int Dtype>
+/// The statistics of the row of n elements at `start`, over the `Lanes`
+/// threads that share it (RowKernels.cuh): each thread's elements online
+/// (whole 16-byte packs at a time with `packs`), then merged by shuffles
+/// within a warp or in a tree over the block.
+template <int Dtype, int Lanes>
 __device__ SoftmaxStats rowStats(const void *in, int64_t start, int64_t n,
                                  bool packs, float *sharedMax,
                                  float *sharedSum) {
   constexpr int N = Pack<Dtype>::N;
+  const int lane = int(threadIdx.x) % Lanes;
   SoftmaxStats stats = emptyStats();
   if (packs) {
-    for (int64_t p = threadIdx.x; p < n / N; p += blockDim.x) {
+    for (int64_t p = lane; p < n / N; p += Lanes) {
       float v[N];
       loadPack<Dtype>(in, start + p * N, v);
       float packMax = v[0];
@@ -996,23 +1031,43 @@ __device__ SoftmaxStats rowStats(const void *in, int64_t start, int64_t n,
         addShifted(stats, v[i]);
     }
   } else {
-    stats = threadRowStats(Dtype, in, start, n);
+    stats = threadRowStats(Dtype, in, start, n, lane, Lanes);
   }
-  return blockStats(stats, sharedMax, sharedSum);
+  if constexpr (Lanes == kWarpRow) {
+    for (int offset = 16; offset > 0; offset /= 2)
+      mergeStats(stats, {__shfl_xor_sync(0xffffffffu, stats.max, offset),
+                         __shfl_xor_sync(0xffffffffu, stats.sum, offset)});
+    return stats;
+  } else {
+    return blockStats(stats, sharedMax, sharedSum);
+  }
 }
 
-/// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): a block
-/// per row, each thread's elements online (whole 16-byte packs at a time
-/// with `packs`), then the threads' statistics merged in a tree.
-template <int Dtype>
+/// Rows for the `Lanes` threads of each row group: `r` walks them.
+template <int Lanes> struct RowWalk {
+  int64_t r, step;
+  __device__ RowWalk()
+      : r(blockIdx.x * int64_t(blockDim.x / Lanes) + threadIdx.x / Lanes),
+        step(int64_t(gridDim.x) * (blockDim.x / Lanes)) {}
+};
+
+/// A warp per row once there are rows enough to fill the GPU with warps
+/// (132 SMs x 8); fewer, long rows get a block each.
+bool warpPerRow(int64_t rows) { return rows >= 1024; }
+
+/// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): each
+/// row's threads take its elements online (whole 16-byte packs at a time
+/// with `packs`), then merge their statistics.
+template <int Dtype, int Lanes>
 __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
                                    int64_t rows, int64_t n, bool packs,
                                    bool partial) {
-  __shared__ float sharedMax[256], sharedSum[256];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+  __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
+  for (RowWalk<Lanes> w; w.r < rows; w.r += w.step) {
+    int64_t r = w.r;
     SoftmaxStats stats =
-        rowStats<Dtype>(in, r * n, n, packs, sharedMax, sharedSum);
-    if (threadIdx.x == 0) {
+        rowStats<Dtype, Lanes>(in, r * n, n, packs, sharedMax, sharedSum);
+    if (threadIdx.x % Lanes == 0) {
       max[r] = stats.max;
       sum[r] = partial ? stats.sum : finalSum(stats, n);
     }
@@ -1030,7 +1085,8 @@ __global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
     int64_t target = loadInt(targetsDtype, targets, r);
     SoftmaxStats stats = blockStats(
-        threadRowStats(dtype, logits, r * vocab, vocab), sharedMax, sharedSum);
+        threadRowStats(dtype, logits, r * vocab, vocab, threadIdx.x, blockDim.x),
+        sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       if (target < 0 || target >= vocab) {
         atomicMin(bad, (unsigned long long)(r + 1));
@@ -1206,9 +1262,15 @@ extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
 template <int Dtype> struct LaunchSoftmaxStats {
   static void run(const void *in, void *max, void *sum, int64_t rows, int64_t n,
                   bool packs, bool partial) {
-    softmaxStatsKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
-        in, static_cast<float *>(max), static_cast<float *>(sum), rows, n,
-        packs, partial);
+    float *maxes = static_cast<float *>(max), *sums = static_cast<float *>(sum);
+    if (warpPerRow(rows))
+      softmaxStatsKernel<Dtype, kWarpRow>
+          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
+             device().stream>>>(in, maxes, sums, rows, n, packs, partial);
+    else
+      softmaxStatsKernel<Dtype, kBlockRow>
+          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
+              in, maxes, sums, rows, n, packs, partial);
   }
 };
 
@@ -1262,13 +1324,13 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
                           double scale) {
   const void *bases[4] = {q, k, v, out};
   bool packs = fusedAttentionPacks(bases, at, e, f);
-  dim3 grid(unsigned((s + kTile - 1) / kTile), unsigned(outer * inner));
+  dim3 grid(unsigned(outer * inner), unsigned((s + kTile - 1) / kTile));
   if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
     // 27,648 bytes of shared memory: within what a block gets unasked.
     mmaAttentionKernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
         static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
         static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
-        s, t, int(e), int(f), at, causal, float(scale), packs);
+        s, t, int(e), int(f), at, causal, log2Scale(scale), packs);
     check(cudaGetLastError(), "fused attention");
     return true;
   }
@@ -1325,7 +1387,7 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
     at.inner[i] = strides[i].inner;
     at.row[i] = strides[i].row;
   }
-  if (fastKernels() && e <= kHead && f <= kHead && batch <= 65535 && s > 0 &&
+  if (fastKernels() && e <= kHead && f <= kHead && (s + kTile - 1) / kTile <= 65535 && batch < (int64_t(1) << 31) && s > 0 &&
       t > 0) {
     if (dtype == LOOMRT_BF16 &&
         launchFusedAttention<LOOMRT_BF16>(d, q, k, v, out, outer, inner, s, t,
@@ -1413,23 +1475,24 @@ extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
 }
 
 /// One block of a cross-entropy's logits ([rows, count], columns from
-/// `start` of this rank's piece), a row per thread block: the row's
+/// `start` of this rank's piece), each row by a warp or a block (warpPerRow): the row's
 /// statistics over the block (as softmaxStatsKernel with `partial`) and its
 /// target's logit, merged into the row's running ones (mergeLogitsBlock),
 /// so that a block costs its GEMM and this one launch. A target outside
 /// the vocabulary sets *bad to its position + 1 (checked after the step).
-template <int Dtype>
+template <int Dtype, int Lanes>
 __global__ void logitsBlockKernel(const void *logits, int64_t rows,
                                   int64_t count, bool packs, int64_t start,
                                   int targetsDtype, const void *targets,
                                   int64_t vocabStart, int64_t vocabTotal,
                                   float *max, float *sum, float *picked,
                                   unsigned long long *bad) {
-  __shared__ float sharedMax[256], sharedSum[256];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    SoftmaxStats stats = rowStats<Dtype>(logits, r * count, count, packs,
-                                         sharedMax, sharedSum);
-    if (threadIdx.x == 0) {
+  __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
+  for (RowWalk<Lanes> w; w.r < rows; w.r += w.step) {
+    int64_t r = w.r;
+    SoftmaxStats stats = rowStats<Dtype, Lanes>(logits, r * count, count,
+                                                packs, sharedMax, sharedSum);
+    if (threadIdx.x % Lanes == 0) {
       int64_t target = loadInt(targetsDtype, targets, r);
       if (start == 0 && (target < 0 || target >= vocabTotal))
         atomicMin(bad, (unsigned long long)(r + 1));
@@ -1449,9 +1512,17 @@ template <int Dtype> struct LaunchLogitsBlock {
                   const void *targets, int64_t vocabStart,
                   int64_t vocabTotal, float *max, float *sum, float *picked,
                   unsigned long long *bad) {
-    logitsBlockKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
-        logits, rows, count, packs, start, targetsDtype, targets, vocabStart,
-        vocabTotal, max, sum, picked, bad);
+    if (warpPerRow(rows))
+      logitsBlockKernel<Dtype, kWarpRow>
+          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
+             device().stream>>>(logits, rows, count, packs, start,
+                                targetsDtype, targets, vocabStart, vocabTotal,
+                                max, sum, picked, bad);
+    else
+      logitsBlockKernel<Dtype, kBlockRow>
+          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
+              logits, rows, count, packs, start, targetsDtype, targets,
+              vocabStart, vocabTotal, max, sum, picked, bad);
   }
 };
 

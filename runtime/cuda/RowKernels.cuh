@@ -113,39 +113,67 @@ constexpr bool normVecScales(int dtype, int scaleDtype) {
          (scaleDtype == LOOMRT_F32 && dtype != LOOMRT_F32);
 }
 
-template <int Dtype, int ScaleDtype>
+/// The threads that share a row: a warp (32), or the whole block (256).
+/// A warp per row needs no barrier and keeps 8 rows in flight per block,
+/// so short rows (a GPT's 768 elements: 96 packs) are not left to 96 of a
+/// block's 256 threads and 16 barriers each.
+constexpr int kWarpRow = 32, kBlockRow = 256;
+
+/// Sum or maximum (a NaN wins) over the `Lanes` threads sharing a row, in
+/// each of them: by shuffles within a warp, or blockReduce over the block.
+template <bool Max, int Lanes>
+__device__ __forceinline__ float rowReduce(float value, float *shared) {
+  if constexpr (Lanes == kWarpRow) {
+    for (int offset = 16; offset > 0; offset /= 2) {
+      float other = __shfl_xor_sync(0xffffffffu, value, offset);
+      value = Max ? maxKeepingNaN(value, other) : value + other;
+    }
+    return value;
+  } else {
+    return blockReduce<Max>(value, shared);
+  }
+}
+
+/// Layer or RMS norm of rows of n elements, each row held in the registers
+/// of the `Lanes` threads that share it (K packs each, so rows of up to
+/// Lanes * K packs), 256 threads a block.
+template <int Dtype, int ScaleDtype, int Lanes, int K>
 __global__ void normVecKernel(const void *x, const void *scale,
                               const void *bias, void *out, int64_t rows,
                               int64_t n, float eps, int rms) {
   constexpr int N = Pack<Dtype>::N;
-  __shared__ float shared[256];
+  __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
+  const int lane = int(threadIdx.x) % Lanes;
+  const int64_t rowsPerBlock = blockDim.x / Lanes;
   int64_t packs = n / N;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float v[kRowPacks][N];
+  for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
+       r += gridDim.x * rowsPerBlock) {
+    float v[K][N];
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+    for (int k = 0; k < K; ++k) {
+      int64_t p = lane + int64_t(k) * Lanes;
       if (p < packs) {
         loadPack<Dtype>(x, r * n + p * N, v[k]);
         for (int i = 0; i < N; ++i)
           sum += v[k][i];
       }
     }
-    float mean = rms ? 0.0f : blockReduce<false>(sum, shared) / float(n);
+    float mean =
+        rms ? 0.0f : rowReduce<false, Lanes>(sum, shared) / float(n);
     float squares = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kRowPacks; ++k)
-      if (threadIdx.x + int64_t(k) * blockDim.x < packs)
+    for (int k = 0; k < K; ++k)
+      if (lane + int64_t(k) * Lanes < packs)
         for (int i = 0; i < N; ++i) {
           float centred = v[k][i] - mean;
           squares += centred * centred;
         }
     float inverse =
-        rsqrtf(blockReduce<false>(squares, shared) / float(n) + eps);
+        rsqrtf(rowReduce<false, Lanes>(squares, shared) / float(n) + eps);
 #pragma unroll
-    for (int k = 0; k < kRowPacks; ++k) {
-      int64_t p = threadIdx.x + int64_t(k) * blockDim.x;
+    for (int k = 0; k < K; ++k) {
+      int64_t p = lane + int64_t(k) * Lanes;
       if (p >= packs)
         continue;
       float weight[N], shift[N], y[N];

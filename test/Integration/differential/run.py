@@ -22,8 +22,8 @@ with the most axes (the examples on [dp: 2, tp: 2]) as its CUDA program:
 loomc --target=cuda --emit=cuda, turned into host C++ by
 runtime/tools/cuda-on-cpu.py and linked with libloomrt's CUDA backend
 compiled the same way (OBJ_DIR/lib/libloomrt_cuda_on_cpu.a, over
-runtime/emulation/CudaRuntimeOnCpu.h), run in loopback mode with the default
-kernels and with LOOMRT_FAST_KERNELS=1, and (N > 1 ranks) as N processes
+runtime/emulation/CudaRuntimeOnCpu.h), run in loopback mode with the plain
+kernels (LOOMRT_FAST_KERNELS=0) and the default fast ones, and (N > 1 ranks) as N processes
 under mpirun over the NCCL transport (OBJ_DIR/lib/
 libloomrt_cuda_on_cpu_nccl.a, over runtime/emulation/NcclOnCpu.h), each compared
 with the 1-rank CPU build as above; the NCCL run must give the loopback
@@ -277,8 +277,8 @@ class Runner:
 
     def cuda_on_cpu(self, case, src, directory):
         """The model's CUDA program and libloomrt's CUDA backend built for the
-        host, run in loopback mode with the default kernels and with
-        LOOMRT_FAST_KERNELS=1, and on N > 1 ranks also a process per rank
+        host, run in loopback mode with the plain kernels
+        (LOOMRT_FAST_KERNELS=0) and the default fast ones, and on N > 1 ranks also a process per rank
         over NCCL; the outputs of each."""
         obj = self.args.cuda_on_cpu
         run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "--target=cuda",
@@ -287,7 +287,7 @@ class Runner:
                      "--build", obj, "--cxx", self.args.cxx, "--nccl", "model.cu", "model"],
                     COMPILE_TIMEOUT, directory)
         outputs = {}
-        for kernels, env in (("default", {}), ("fast", {"LOOMRT_FAST_KERNELS": "1"})):
+        for kernels, env in (("plain", {"LOOMRT_FAST_KERNELS": "0"}), ("fast", {})):
             out = f"out-{kernels}.safetensors"
             run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", out,
                          "--collective-timeout", "60"], RUN_TIMEOUT, directory, env)
@@ -333,7 +333,7 @@ class Runner:
                     # widens sums that NCCL would round more than once, so it
                     # must give the loopback mode's bits.
                     problems += [f"NCCL against loopback: {p}"
-                                 for p in exact_differences(outputs["nccl"], outputs["default"])]
+                                 for p in exact_differences(outputs["nccl"], outputs["fast"])]
                     loopback = "NCCL = loopback exactly; "
             else:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
