@@ -513,6 +513,10 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
   const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
   const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
 
+  // The first keys and values are fetched (into registers) while the
+  // queries load.
+  KeyValueTiles tiles;
+  tiles.start(block, t, at, packs);
   loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
                     kMmaStride);
   __syncthreads();
@@ -529,8 +533,6 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
   float output[kHead / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
 
-  KeyValueTiles tiles;
-  tiles.start(block, t, at, packs);
   for (int64_t k0 = 0; k0 < block.lastKey; k0 += kTile) {
     tiles.next(keys, values, k0, block, t, e, f, at, packs, kMmaStride);
     // Scores of keys k0 + 8n + 2 * quad + (i % 2) for row[i / 2].

@@ -458,6 +458,9 @@ using std::min;
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 // Host code is built with -ffp-contract=off: every product is rounded.
 inline float __fmul_rn(float a, float b) { return a * b; }
+// The hardware's approximate exp and division, here the host's exact ones.
+inline float __expf(float x) { return expf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
 
 // Every wide access must be aligned, as on a GPU: runtime/cuda/Packs.cuh's
 // 16-byte ones and the generated kernels' packs (lib/Target/EmitProgram.cpp).
