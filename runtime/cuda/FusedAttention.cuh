@@ -169,8 +169,9 @@ __device__ AttentionBlock attentionBlock(const uint16_t *q, const uint16_t *k,
 /// The block's keys and values, 64 rows at a time into shared tiles (rows
 /// `tileStride` apart). With packs, each tile's rows are fetched into
 /// registers during the previous tile's work: `start` fetches the first,
-/// `next` waits until every warp is done with the tiles, stores the rows
-/// fetched, and fetches the following ones.
+/// `put` stores the rows fetched (without packs: loads them) and fetches
+/// the following ones, and `next` is `put` between two barriers, for one
+/// pair of shared tiles.
 struct KeyValueTiles {
   TilePacks keys, values;
 
@@ -182,24 +183,31 @@ struct KeyValueTiles {
     }
   }
 
-  __device__ void next(uint16_t *keyTile, uint16_t *valueTile, int64_t k0,
-                       const AttentionBlock &block, int64_t t, int e, int f,
-                       const AttentionStrides &at, bool packs, int tileStride) {
-    __syncthreads(); // every warp is done with the previous keys and values
+  /// Tile k0 into keyTile and valueTile, which no warp may be reading.
+  __device__ void put(uint16_t *keyTile, uint16_t *valueTile, int64_t k0,
+                      const AttentionBlock &block, int64_t t, int e, int f,
+                      const AttentionStrides &at, bool packs, int tileStride) {
     if (packs) {
       storeTilePacks(keyTile, keys, tileStride);
       storeTilePacks(valueTile, values, tileStride);
+      if (k0 + kTile < block.lastKey) {
+        fetchTilePacks(keys, block.k, k0 + kTile, t, at.row[1]);
+        fetchTilePacks(values, block.v, k0 + kTile, t, at.row[2]);
+      }
     } else {
       loadAttentionTile(keyTile, block.k, k0, t, e, at.row[1], false,
                         tileStride);
       loadAttentionTile(valueTile, block.v, k0, t, f, at.row[2], false,
                         tileStride);
     }
+  }
+
+  __device__ void next(uint16_t *keyTile, uint16_t *valueTile, int64_t k0,
+                       const AttentionBlock &block, int64_t t, int e, int f,
+                       const AttentionStrides &at, bool packs, int tileStride) {
+    __syncthreads(); // every warp is done with the previous keys and values
+    put(keyTile, valueTile, k0, block, t, e, f, at, packs, tileStride);
     __syncthreads();
-    if (packs && k0 + kTile < block.lastKey) {
-      fetchTilePacks(keys, block.k, k0 + kTile, t, at.row[1]);
-      fetchTilePacks(values, block.v, k0 + kTile, t, at.row[2]);
-    }
   }
 };
 
@@ -478,7 +486,12 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
 // 72 elements (144 bytes) apart, so that the 8 rows each phase of an
 // ldmatrix reads, and the queries' words, spread over all 32 banks.
 constexpr int kMmaStride = 72;
-constexpr size_t kMmaSharedBytes = 3 * kTile * kMmaStride * sizeof(uint16_t);
+/// The queries' tile and two pairs of key and value tiles (46,080 bytes,
+/// within the 48 KB a block gets unasked): the next keys and values are
+/// stored into one pair while the warps still read the other, so a tile
+/// of keys costs one barrier instead of two.
+constexpr size_t kMmaTileElements = size_t(kTile) * kMmaStride;
+constexpr size_t kMmaSharedBytes = 5 * kMmaTileElements * sizeof(uint16_t);
 
 __device__ __forceinline__ uint32_t sharedWord(const uint16_t *p) {
   return *reinterpret_cast<const uint32_t *>(p);
@@ -503,8 +516,6 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
                        float scaleLog2, bool packs) {
   LOOMRT_DYNAMIC_SHARED(attentionShared);
   uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
-  uint16_t *keys = queries + kTile * kMmaStride;
-  uint16_t *values = keys + kTile * kMmaStride;
   const AttentionBlock block =
       attentionBlock(q, k, v, out, inner, t, at, causal);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -514,11 +525,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
   const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
 
   // The first keys and values are fetched (into registers) while the
-  // queries load.
+  // queries load, and stored with them, in pair 0.
   KeyValueTiles tiles;
   tiles.start(block, t, at, packs);
   loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
                     kMmaStride);
+  if (block.lastKey > 0)
+    tiles.put(queries + kMmaTileElements, queries + 2 * kMmaTileElements, 0,
+              block, t, e, f, at, packs, kMmaStride);
   __syncthreads();
   // The warp's queries as left operands, one per 16 columns of e.
   uint32_t queryRows[kHead / 16][4];
@@ -533,8 +547,9 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
   float output[kHead / 8][4] = {};
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
 
-  for (int64_t k0 = 0; k0 < block.lastKey; k0 += kTile) {
-    tiles.next(keys, values, k0, block, t, e, f, at, packs, kMmaStride);
+  for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
+    const uint16_t *keys = queries + (1 + 2 * pair) * kMmaTileElements;
+    const uint16_t *values = keys + kMmaTileElements;
     // Scores of keys k0 + 8n + 2 * quad + (i % 2) for row[i / 2].
     float score[kTile / 8][4] = {};
     // All 64 columns of e, also beyond a narrower head: the tiles hold
@@ -646,6 +661,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
         for (int c = 0; c < kHead / 8; ++c)
           mmaBf16(output[c], terms[term], right[c]);
     }
+    // The next keys and values into the other pair, which every warp
+    // finished reading before the last barrier; this barrier makes them
+    // visible and keeps the pair just read until every warp is done.
+    if (k0 + kTile < block.lastKey)
+      tiles.put(queries + (3 - 2 * pair) * kMmaTileElements,
+                queries + (4 - 2 * pair) * kMmaTileElements, k0 + kTile,
+                block, t, e, f, at, packs, kMmaStride);
+    __syncthreads();
   }
   for (int h = 0; h < 2; ++h) {
     if (query[h] >= s)

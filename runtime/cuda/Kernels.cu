@@ -1326,7 +1326,7 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned(outer * inner), unsigned((s + kTile - 1) / kTile));
   if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
-    // 27,648 bytes of shared memory: within what a block gets unasked.
+    // 46,080 bytes of shared memory: within what a block gets unasked.
     mmaAttentionKernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
         static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
         static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
