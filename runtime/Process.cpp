@@ -582,6 +582,11 @@ const char *kUsage =
     "attention\n"
     "                           on its WMMA kernel instead of the mma.sync one "
     "(mma)\n"
+    "  LOOMRT_ATTENTION_TERMS=2 CUDA, an experiment: the mma.sync attention "
+    "multiplies V\n"
+    "                           by two of P's three exact bf16 terms, P to "
+    "about 16 bits\n"
+    "                           (against docs/language.md 11.2; default 3)\n"
     "  LOOMRT_GEMM_TUNE=1       CUDA: time cuBLASLt's candidate algorithms "
     "for each GEMM\n"
     "                           on first use and keep the fastest that gives "
@@ -719,6 +724,12 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       strcmp(attention, "wmma") != 0) {
     error = std::string("LOOMRT_ATTENTION must be mma or wmma, not '") +
             attention + "'";
+    return false;
+  }
+  const char *terms = getenv("LOOMRT_ATTENTION_TERMS");
+  if (terms && *terms && strcmp(terms, "2") != 0 && strcmp(terms, "3") != 0) {
+    error = std::string("LOOMRT_ATTENTION_TERMS must be 2 or 3, not '") +
+            terms + "'";
     return false;
   }
   return true;

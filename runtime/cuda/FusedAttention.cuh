@@ -507,8 +507,10 @@ inline float log2Scale(double scale) {
   return float(scale * 1.4426950408889634);
 }
 
-// Two blocks per SM: ptxas takes 254 registers without spilling; held to
-// 168 for three blocks, it spills 128 bytes.
+// Two blocks per SM: ptxas takes 212 registers without spilling. `Terms`
+// of P's split multiply V: 3, exact (the language's rule); 2 only as the
+// experiment LOOMRT_ATTENTION_TERMS=2 (P to about 16 bits; docs/running.md).
+template <int Terms = kSplitTerms>
 __global__ void __launch_bounds__(kAttentionThreads, 2)
     mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
                        uint16_t *out, int64_t inner, int64_t s, int64_t t,
@@ -630,6 +632,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
       // 2 * step + 1, each probability split exactly into three bf16
       // terms, whose products with V are exact; all three per block of V,
       // summed in f32.
+      static_assert(Terms >= 1 && Terms <= kSplitTerms, "a split's terms");
       uint32_t terms[kSplitTerms][4];
       for (int i = 0; i < 4; ++i) {
         // Left operand word i: row group + 8 * (i % 2), keys of score
@@ -656,7 +659,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
                 (c + lane / 16) * 8,
             true);
 #pragma unroll
-      for (int term = 0; term < kSplitTerms; ++term)
+      for (int term = 0; term < Terms; ++term)
 #pragma unroll
         for (int c = 0; c < kHead / 8; ++c)
           mmaBf16(output[c], terms[term], right[c]);

@@ -130,6 +130,18 @@ bool tuneGemms() {
   return tune;
 }
 
+/// Whether the mma.sync attention multiplies V by two of P's three terms
+/// (LOOMRT_ATTENTION_TERMS=2, an experiment that rounds P to about 16
+/// bits, against docs/language.md 11.2) instead of all three.
+bool twoAttentionTerms() {
+  static const bool two = [] {
+    // Its other values are refused when the options are read.
+    const char *value = getenv("LOOMRT_ATTENTION_TERMS");
+    return value && strcmp(value, "2") == 0;
+  }();
+  return two;
+}
+
 /// Whether bf16's fused attention runs on the WMMA kernel instead of the
 /// mma.sync one (LOOMRT_ATTENTION=wmma), so that a GPU run can compare them.
 bool wmmaAttention() {
@@ -1327,10 +1339,22 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   dim3 grid(unsigned(outer * inner), unsigned((s + kTile - 1) / kTile));
   if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
     // 46,080 bytes of shared memory: within what a block gets unasked.
-    mmaAttentionKernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
-        static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
-        static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
-        s, t, int(e), int(f), at, causal, log2Scale(scale), packs);
+    if (twoAttentionTerms())
+      mmaAttentionKernel<2>
+          <<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
+              static_cast<const uint16_t *>(q),
+              static_cast<const uint16_t *>(k),
+              static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out),
+              inner, s, t, int(e), int(f), at, causal, log2Scale(scale),
+              packs);
+    else
+      mmaAttentionKernel<kSplitTerms>
+          <<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
+              static_cast<const uint16_t *>(q),
+              static_cast<const uint16_t *>(k),
+              static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out),
+              inner, s, t, int(e), int(f), at, causal, log2Scale(scale),
+              packs);
     check(cudaGetLastError(), "fused attention");
     return true;
   }
