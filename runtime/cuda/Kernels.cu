@@ -1339,22 +1339,12 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   dim3 grid(unsigned(outer * inner), unsigned((s + kTile - 1) / kTile));
   if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
     // 46,080 bytes of shared memory: within what a block gets unasked.
-    if (twoAttentionTerms())
-      mmaAttentionKernel<2>
-          <<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
-              static_cast<const uint16_t *>(q),
-              static_cast<const uint16_t *>(k),
-              static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out),
-              inner, s, t, int(e), int(f), at, causal, log2Scale(scale),
-              packs);
-    else
-      mmaAttentionKernel<kSplitTerms>
-          <<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
-              static_cast<const uint16_t *>(q),
-              static_cast<const uint16_t *>(k),
-              static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out),
-              inner, s, t, int(e), int(f), at, causal, log2Scale(scale),
-              packs);
+    auto kernel = twoAttentionTerms() ? mmaAttentionKernel<2>
+                                      : mmaAttentionKernel<kSplitTerms>;
+    kernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
+        static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
+        static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
+        s, t, int(e), int(f), at, causal, log2Scale(scale), packs);
     check(cudaGetLastError(), "fused attention");
     return true;
   }
