@@ -574,10 +574,10 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     }
     // Online softmax in f32, in base 2 (log2Scale). The scaled score is
     // rounded before the subtraction (never fused into one FMA): the row's
-    // maximum itself must give exp2(0) = 1. A masked score (a key beyond t or, causal,
-    // after the query; or a padding row) becomes -inf, so it adds nothing;
-    // only tiles on the diagonal or at an end have any, so the others skip
-    // the test (most of a long causal sequence's tiles).
+    // maximum itself must give exp2(0) = 1. A masked score (a key beyond t
+    // or, causal, after the query; or a padding row) becomes -inf, so it
+    // adds nothing; only tiles on the diagonal or at an end have any, so
+    // the others skip the test (most of a long causal sequence's tiles).
     const bool wholeTile = k0 + kTile <= t && block.q0 + kTile <= s &&
                            (!causal || k0 + kTile - 1 <= block.q0);
 #pragma unroll
@@ -630,8 +630,8 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
     for (int step = 0; step < kTile / 16; ++step) {
       // P V: P's 16 keys of a step are score blocks 2 * step and
       // 2 * step + 1, each probability split exactly into three bf16
-      // terms, whose products with V are exact; all three per block of V,
-      // summed in f32.
+      // terms, whose products with V are exact; all three (Terms) per
+      // block of V, summed in f32.
       static_assert(Terms >= 1 && Terms <= kSplitTerms, "a split's terms");
       uint32_t terms[kSplitTerms][4];
       for (int i = 0; i < 4; ++i) {

@@ -1097,7 +1097,8 @@ __global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
   for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
     int64_t target = loadInt(targetsDtype, targets, r);
     SoftmaxStats stats = blockStats(
-        threadRowStats(dtype, logits, r * vocab, vocab, threadIdx.x, blockDim.x),
+        threadRowStats(dtype, logits, r * vocab, vocab, threadIdx.x,
+                       blockDim.x),
         sharedMax, sharedSum);
     if (threadIdx.x == 0) {
       if (target < 0 || target >= vocab) {
@@ -1401,7 +1402,9 @@ extern "C" void loomrt_attention(int dtype, const void *q, const void *k,
     at.inner[i] = strides[i].inner;
     at.row[i] = strides[i].row;
   }
-  if (fastKernels() && e <= kHead && f <= kHead && (s + kTile - 1) / kTile <= 65535 && batch < (int64_t(1) << 31) && s > 0 &&
+  const int64_t queryTiles = (s + kTile - 1) / kTile;
+  if (fastKernels() && e <= kHead && f <= kHead && queryTiles <= 65535 &&
+      batch < (int64_t(1) << 31) && s > 0 &&
       t > 0) {
     if (dtype == LOOMRT_BF16 &&
         launchFusedAttention<LOOMRT_BF16>(d, q, k, v, out, outer, inner, s, t,
@@ -1489,11 +1492,12 @@ extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
 }
 
 /// One block of a cross-entropy's logits ([rows, count], columns from
-/// `start` of this rank's piece), each row by a warp or a block (warpPerRow): the row's
-/// statistics over the block (as softmaxStatsKernel with `partial`) and its
-/// target's logit, merged into the row's running ones (mergeLogitsBlock),
-/// so that a block costs its GEMM and this one launch. A target outside
-/// the vocabulary sets *bad to its position + 1 (checked after the step).
+/// `start` of this rank's piece), each row by a warp or a block
+/// (warpPerRow): the row's statistics over the block (as
+/// softmaxStatsKernel with `partial`) and its target's logit, merged into
+/// the row's running ones (mergeLogitsBlock), so that a block costs its
+/// GEMM and this one launch. A target outside the vocabulary sets *bad to
+/// its position + 1 (checked after the step).
 template <int Dtype, int Lanes>
 __global__ void logitsBlockKernel(const void *logits, int64_t rows,
                                   int64_t count, bool packs, int64_t start,
