@@ -654,7 +654,7 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
   // bf16 for the tensor cores), f32 when they mix or are pre-summed.
   bool one = b == nullptr;
   // Views a GEMM library can read and write as they are need no packing or
-  // scattering (opt-in until checked on a GPU, with the other new kernels).
+  // scattering (one of the fast kernels; LOOMRT_FAST_KERNELS=0 packs).
   StridedGemm plan;
   if (fastKernels() && !one && c->a_dtype == c->b_dtype &&
       (c->out_dtype == c->a_dtype || c->out_dtype == LOOMRT_F32) &&

@@ -7,10 +7,10 @@
 // norm and the attention softmax keep the row in registers, so each element
 // is read once and written once.
 //
-// These kernels and the fused attention were written without a GPU at
-// hand: until a GPU run has checked them (bench/gpu/run, test/Integration/
-// cuda.test), they run only with LOOMRT_FAST_KERNELS=1, and the element-wise
-// kernels of Kernels.cu stay the default. Their source also runs on the
+// These kernels and the fused attention are the default since an H200 run
+// checked them (bench/gpu/run, 2026-11-30; docs/performance.md);
+// LOOMRT_FAST_KERNELS=0 keeps to the element-wise kernels of Kernels.cu.
+// The rows a warp each came after that run. Their source also runs on the
 // host, in unittests/RowKernelsTest.cpp over runtime/emulation/CudaOnCpu.h.
 //
 //===----------------------------------------------------------------------===//
