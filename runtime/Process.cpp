@@ -175,6 +175,14 @@ const std::vector<int64_t> &loomrt::coordinates(const loomrt_ctx *rt) {
 const loomrt_model &loomrt::model(const loomrt_ctx *rt) { return *rt->model; }
 double loomrt::collectiveTimeout(const loomrt_ctx *rt) { return rt->timeout; }
 
+bool loomrt::envSwitch(const char *name, bool byDefault) {
+  const char *value = getenv(name);
+  return value && *value ? strcmp(value, "1") == 0 : byDefault;
+}
+bool loomrt::envIs(const char *name, const char *value) {
+  const char *set = getenv(name);
+  return set && strcmp(set, value) == 0;
+}
 int64_t loomrt::logitsColumnsAsked(const loomrt_ctx *rt) {
   return rt->logitsColumns;
 }
@@ -718,6 +726,16 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       return false;
     }
     options.logitsColumns = value;
+  }
+  // On/off switches take 0 or 1 only, so that "false" or "off" is never
+  // taken for on (nor, before, LOOMRT_PACK_GEMMS=0 for on).
+  for (const char *name :
+       {"LOOMRT_FAST_KERNELS", "LOOMRT_GEMM_TUNE", "LOOMRT_PACK_GEMMS"}) {
+    const char *value = getenv(name);
+    if (value && *value && strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+      error = std::string(name) + " must be 0 or 1, not '" + value + "'";
+      return false;
+    }
   }
   const char *attention = getenv("LOOMRT_ATTENTION");
   if (attention && *attention && strcmp(attention, "mma") != 0 &&

@@ -149,6 +149,12 @@ int worldRank(const loomrt_ctx *rt);
 const std::vector<int64_t> &coordinates(const loomrt_ctx *rt);
 const loomrt_model &model(const loomrt_ctx *rt);
 double collectiveTimeout(const loomrt_ctx *rt);
+/// An on/off environment variable (LOOMRT_FAST_KERNELS, LOOMRT_GEMM_TUNE,
+/// LOOMRT_PACK_GEMMS): `byDefault` when unset or empty, else whether it is
+/// 1 (start-up refuses any value but 0 and 1).
+bool envSwitch(const char *name, bool byDefault);
+/// Whether an environment variable is set to `value`.
+bool envIs(const char *name, const char *value);
 /// The columns of a block of logits that LOOMRT_LOGITS_COLUMNS asks for
 /// (checked at start-up), or 0: the backend's own.
 int64_t logitsColumnsAsked(const loomrt_ctx *rt);

@@ -310,7 +310,7 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   // f32 views that BLAS can read and write as they are (runtime/GemmPlan.h):
   // no packing, no scattering of the result.
   // LOOMRT_PACK_GEMMS=1 packs every operand as before, for comparisons.
-  static const bool packAlways = getenv("LOOMRT_PACK_GEMMS") != nullptr;
+  static const bool packAlways = envSwitch("LOOMRT_PACK_GEMMS", false);
   StridedGemm plan;
   if (!packAlways && twoOperands && c->a_dtype == LOOMRT_F32 &&
       c->b_dtype == LOOMRT_F32 && c->out_dtype == LOOMRT_F32 &&

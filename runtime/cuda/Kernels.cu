@@ -105,28 +105,19 @@ void *scratch(int slot, size_t bytes) {
   return d.scratch[slot];
 }
 
-/// Whether an on/off variable is on: set, and neither empty nor 0.
-bool envFlag(const char *name) {
-  const char *value = getenv(name);
-  return value && *value && strcmp(value, "0") != 0;
-}
-
 /// Whether the fast kernels run (16-byte row kernels, fused attention,
 /// strided GEMM plans, 32-bit gathers): by default, since a GPU run checked
 /// them (docs/performance.md, 2026-11-30); LOOMRT_FAST_KERNELS=0 keeps to
 /// the plain element-wise kernels, the reference they are tested against.
 bool fastKernels() {
-  static const bool fast = [] {
-    const char *value = getenv("LOOMRT_FAST_KERNELS");
-    return !value || envFlag("LOOMRT_FAST_KERNELS");
-  }();
+  static const bool fast = envSwitch("LOOMRT_FAST_KERNELS", true);
   return fast;
 }
 
 /// Whether GEMM algorithms are chosen by timing cuBLASLt's candidates on
 /// first use (LOOMRT_GEMM_TUNE=1) instead of taking its first choice.
 bool tuneGemms() {
-  static const bool tune = envFlag("LOOMRT_GEMM_TUNE");
+  static const bool tune = envSwitch("LOOMRT_GEMM_TUNE", false);
   return tune;
 }
 
@@ -134,22 +125,16 @@ bool tuneGemms() {
 /// (LOOMRT_ATTENTION_TERMS=2, an experiment that rounds P to about 16
 /// bits, against docs/language.md 11.2) instead of all three.
 bool twoAttentionTerms() {
-  static const bool two = [] {
-    // Its other values are refused when the options are read.
-    const char *value = getenv("LOOMRT_ATTENTION_TERMS");
-    return value && strcmp(value, "2") == 0;
-  }();
+  // Its other values are refused when the options are read.
+  static const bool two = envIs("LOOMRT_ATTENTION_TERMS", "2");
   return two;
 }
 
 /// Whether bf16's fused attention runs on the WMMA kernel instead of the
 /// mma.sync one (LOOMRT_ATTENTION=wmma), so that a GPU run can compare them.
 bool wmmaAttention() {
-  static const bool wmma = [] {
-    // Its other values are refused when the options are read.
-    const char *value = getenv("LOOMRT_ATTENTION");
-    return value && strcmp(value, "wmma") == 0;
-  }();
+  // Its other values are refused when the options are read.
+  static const bool wmma = envIs("LOOMRT_ATTENTION", "wmma");
   return wmma;
 }
 
