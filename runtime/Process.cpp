@@ -24,6 +24,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <string>
 #include <thread>
@@ -961,8 +962,14 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
          "%.1f GB/s, matrix %.2f TFLOP/s\n",
          stepSeconds.size(), meshPosition(rt).c_str(), device.name,
          source.c_str(), peakBytes * 1e-9, peakFlops * 1e-12);
-  printf("%4s  %-32s %-22s %5s %10s %6s %9s %9s %-7s %7s\n", "#", "op", "at",
-         "runs", "us/run", "share", "GB/s", "TFLOP/s", "bound", "of peak");
+  // `at` is as wide as its longest entry (a batched einsum names each of
+  // its contractions).
+  int atWidth = 22;
+  for (int k = 0; k < m->num_kernels; ++k)
+    atWidth = std::max(atWidth, int(strlen(m->kernels[k].at)));
+  printf("%4s  %-32s %-*s %5s %10s %6s %9s %9s %-7s %7s\n", "#", "op", atWidth,
+         "at", "runs", "us/run", "share", "GB/s", "TFLOP/s", "bound",
+         "of peak");
   double ridge = peakBytes > 0 ? peakFlops / peakBytes : 0;
   for (int k = 0; k < m->num_kernels; ++k) {
     const loomrt_kernel &kernel = m->kernels[k];
@@ -970,7 +977,8 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
     double seconds = rt->kernelSeconds[size_t(k)];
     kernelTotal += seconds;
     if (runs == 0) {
-      printf("%4d  %-32.32s %-22.22s %5s\n", k + 1, kernel.op, kernel.at, "-");
+      printf("%4d  %-32.32s %-*s %5s\n", k + 1, kernel.op, atWidth, kernel.at,
+             "-");
       continue;
     }
     double perRun = seconds / double(runs);
@@ -978,9 +986,9 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
            throughput = perRun > 0 ? kernel.flops / perRun : 0;
     bool compute = kernel.bytes > 0 && kernel.flops / kernel.bytes > ridge;
     double fraction = compute ? throughput / peakFlops : bandwidth / peakBytes;
-    printf("%4d  %-32.32s %-22.22s %5lld %10.2f %5.1f%% %9.2f %9.4f %-7s "
+    printf("%4d  %-32.32s %-*s %5lld %10.2f %5.1f%% %9.2f %9.4f %-7s "
            "%6.1f%%\n",
-           k + 1, kernel.op, kernel.at,
+           k + 1, kernel.op, atWidth, kernel.at,
            (long long)(runs / int64_t(stepSeconds.size())), perRun * 1e6,
            stepsTotal > 0 ? 100.0 * seconds / stepsTotal : 0.0,
            bandwidth * 1e-9, throughput * 1e-12, compute ? "compute" : "memory",

@@ -220,6 +220,22 @@ TEST(GemmPlan, BroadcastBatchOperand) {
              1);
 }
 
+TEST(GemmPlan, BatchedProjectionsShareTheirInput) {
+  // loom.batched_einsum of three bsd,dhe->bshe projections: a first batch
+  // dimension with x at stride 0, the weights a stack apart (here with a
+  // gap after each) and the results side by side: one call of batch 3.
+  int64_t B = 2, S = 4, D = 6, H = 3, E = 2, gap = 5;
+  auto c = contraction(
+      1, 2, 2, 1, view({3, B, S, D}, {0, S * D, D, 1}),
+      view({3, D, H, E}, {D * H * E + gap, H * E, E, 1}),
+      view({3, B, S, H, E}, {B * S * H * E, S * H * E, H * E, E, 1}));
+  StridedGemm plan;
+  ASSERT_TRUE(planStridedGemm(c, plan));
+  EXPECT_EQ(plan.batch, 3);
+  EXPECT_EQ(plan.xIsA ? plan.strideX : plan.strideY, 0);
+  expectSame(c, 1);
+}
+
 TEST(GemmPlan, SizeOneDimensionsAndVectors) {
   expectSame(contraction(1, 1, 1, 1, view({1, 4, 3}, {12, 3, 1}),
                          view({1, 3, 1}, {3, 1, 1}),

@@ -35,6 +35,7 @@ void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseLogitsStats());
   pm.addPass(createLoomPlanMemory());
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomBatchContractions());
 }
 
 void loom::buildPlanPipeline(mlir::OpPassManager &pm) {

@@ -212,47 +212,12 @@ private:
     return name;
   }
 
-  /// Where a value's storage is, as a `char *` expression.
-  /// Where `value` lives in the arena: a planned offset (-1 when there is
-  /// none) plus, for each repeat it is a stacked slice of (outermost
-  /// first), that repeat's loop variable times the slice's bytes.
-  struct ArenaAddress {
-    int64_t offset = -1;
-    SmallVector<std::pair<std::string, int64_t>> steps;
-  };
-  ArenaAddress arenaAddress(Value value) {
-    if (auto argument = dyn_cast<BlockArgument>(value)) {
-      Operation *parent = argument.getOwner()->getParentOp();
-      if (auto func = dyn_cast<func::FuncOp>(parent)) {
-        auto offset = func.getArgAttrOfType<IntegerAttr>(
-            argument.getArgNumber(), LoomDialect::kOffsetAttrName);
-        return {offset ? offset.getInt() : -1, {}};
-      }
-      auto repeat = cast<RepeatOp>(parent);
-      unsigned index = argument.getArgNumber();
-      if (index < repeat.getCarried().size())
-        return arenaAddress(repeat.getResult(index));
-      Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
-      ArenaAddress address = arenaAddress(stacked);
-      address.steps.push_back(
-          {loopVariables[repeat], bytesOf(argument.getType())});
-      return address;
-    }
-    Operation *op = value.getDefiningOp();
-    if (isView(op)) // a transpose view is read through its strides
-      return arenaAddress(op->getOperand(0));
-    auto offsets =
-        op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
-    return {offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,
-            {}};
-  }
-
   std::string pointer(Value value) {
     ArenaAddress address = arenaAddress(value);
     std::string text = "(arena + " + std::to_string(address.offset) + ")";
-    for (auto &[variable, bytes] : address.steps)
-      text =
-          "(" + text + " + " + variable + " * " + std::to_string(bytes) + ")";
+    for (auto &[repeat, bytes] : address.steps)
+      text = "(" + text + " + " + loopVariables.lookup(repeat) + " * " +
+             std::to_string(bytes) + ")";
     return text;
   }
 
@@ -316,11 +281,19 @@ private:
                     Value result, StringRef where);
   /// A loomrt_contraction for `spec` over a and b (b may be null) with a
   /// result of this type and strides, as a global; returns its name.
+  /// With `group`, the descriptor has one more batch dimension, first: the
+  /// group's members, b and out `bStride` and `outStride` elements
+  /// apart and a the same for all (loom.batched_einsum).
+  struct Group {
+    int64_t count, bStride, outStride;
+  };
   std::string contractionDescriptor(Value a, Value b, RankedTensorType outType,
                                     ArrayRef<int64_t> outStrides,
-                                    StringRef spec);
+                                    StringRef spec,
+                                    const Group *group = nullptr);
   LogicalResult emitContraction(Operation *op, Value a, Value b, Value out,
                                 StringRef spec);
+  LogicalResult emitBatchedContraction(BatchedEinsumOp op);
   LogicalResult emitRepeat(RepeatOp repeat);
   LogicalResult emitCollective(Operation *op);
   LogicalResult emitSlice(SliceOp op);
@@ -905,10 +878,30 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   return success();
 }
 
+LogicalResult ProgramEmitter::emitBatchedContraction(BatchedEinsumOp op) {
+  // loom-batch-contractions checked that the members are equally spaced.
+  auto step = [](Value first, Value second) {
+    int64_t bytes = arenaAddress(second).offset - arenaAddress(first).offset;
+    return bytes / storageBytes(tensorType(first).getElementType());
+  };
+  Value b0 = op.getRhs()[0], out0 = op.getResults()[0];
+  Group group = {int64_t(op.getRhs().size()), step(b0, op.getRhs()[1]),
+                 step(out0, op.getResults()[1])};
+  std::string name =
+      contractionDescriptor(op.getLhs(), b0, tensorType(out0),
+                            stridesInBuffer(out0), op.getSpec(), &group);
+  line() << "loomrt_contract(rt, &" << name << ", " << pointer(op.getLhs())
+         << ", " << pointer(b0) << ", " << pointer(out0) << "); // "
+         << op->getName() << " of " << group.count << " at "
+         << formatSourceLocs(op->getLoc()) << "\n";
+  return success();
+}
+
 std::string ProgramEmitter::contractionDescriptor(Value a, Value b,
                                                   RankedTensorType outType,
                                                   ArrayRef<int64_t> oStrides,
-                                                  StringRef spec) {
+                                                  StringRef spec,
+                                                  const Group *group) {
   // Letters: batch (a, b, out), m (a, out), n (b, out), k (a, b), and
   // letters of one operand only, summed before the product.
   StringRef inputs = spec.split("->").first,
@@ -939,11 +932,16 @@ std::string ProgramEmitter::contractionDescriptor(Value a, Value b,
   auto [batch, m, n, k, aSum, bSum] =
       contractionLetters(aLetters, bLetters, outLetters);
   auto view = [&](std::initializer_list<std::pair<StringRef, bool>> groups,
-                  StringRef letters, ArrayRef<int64_t> strides) {
+                  StringRef letters, ArrayRef<int64_t> strides,
+                  std::optional<int64_t> groupStride) {
     SmallVector<int64_t> sizes, steps;
-    for (auto [group, use] : groups)
+    if (group && groupStride) {
+      sizes.push_back(group->count);
+      steps.push_back(*groupStride);
+    }
+    for (auto [letterGroup, use] : groups)
       if (use)
-        for (char c : group) {
+        for (char c : letterGroup) {
           sizes.push_back(sizeOf(c));
           steps.push_back(strideOf(letters, strides, c));
         }
@@ -953,51 +951,25 @@ std::string ProgramEmitter::contractionDescriptor(Value a, Value b,
   std::string name = fresh("kContraction");
   // Out dims follow the letter groups; their strides are the output's.
   globalsOs << "static const loomrt_contraction " << name << " = {"
-            << batch.size() << ", " << m.size() << ", " << n.size() << ", "
-            << k.size() << ", " << dtypeEnum(tensorType(a).getElementType())
-            << ", "
+            << batch.size() + (group ? 1 : 0) << ", " << m.size() << ", "
+            << n.size() << ", " << k.size() << ", "
+            << dtypeEnum(tensorType(a).getElementType()) << ", "
             << (b ? dtypeEnum(tensorType(b).getElementType()) : "LOOMRT_F32")
             << ", " << dtypeEnum(outType.getElementType()) << ",\n    "
-            << view({{batch, true}, {m, true}, {k, true}}, aLetters, aStrides)
-            << ",\n    " << view({{aSum, true}}, aLetters, aStrides)
+            << view({{batch, true}, {m, true}, {k, true}}, aLetters, aStrides,
+                    0)
             << ",\n    "
-            << view({{batch, true}, {k, true}, {n, true}}, bLetters, bStrides)
-            << ",\n    " << view({{bSum, true}}, bLetters, bStrides)
+            << view({{aSum, true}}, aLetters, aStrides, std::nullopt)
             << ",\n    "
-            << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides)
+            << view({{batch, true}, {k, true}, {n, true}}, bLetters, bStrides,
+                    group ? group->bStride : 0)
+            << ",\n    "
+            << view({{bSum, true}}, bLetters, bStrides, std::nullopt)
+            << ",\n    "
+            << view({{batch, true}, {m, true}, {n, true}}, outLetters, oStrides,
+                    group ? group->outStride : 0)
             << "};\n";
   return name;
-}
-
-/// Matmul as an einsum spec: batch dims broadcast (a size-1 or missing batch
-/// dim of one operand gets its own letter, summed over a single element).
-std::string matmulSpec(MatmulOp op, Value &a, Value &b) {
-  a = op.getLhs();
-  b = op.getRhs();
-  int64_t outRank = tensorType(op.getResult()).getRank();
-  std::string out, aSpec, bSpec;
-  ArrayRef<int64_t> aShape = tensorType(a).getShape(),
-                    bShape = tensorType(b).getShape(),
-                    oShape = tensorType(op.getResult()).getShape();
-  char next = 'a';
-  for (int64_t d = 0; d < outRank - 2; ++d)
-    out += next++;
-  auto batchSpec = [&](ArrayRef<int64_t> shape, std::string &spec) {
-    int64_t rank = int64_t(shape.size());
-    for (int64_t d = 0; d < rank - 2; ++d) {
-      int64_t outDim = d + (outRank - rank);
-      // A broadcast dim of size 1 gets a letter of its own (summed over one
-      // element), so it does not tie the operands.
-      spec += shape[d] == oShape[outDim] ? out[outDim] : next++;
-    }
-  };
-  batchSpec(aShape, aSpec);
-  batchSpec(bShape, bSpec);
-  char mLetter = next++, kLetter = next++, nLetter = next++;
-  aSpec += {mLetter, kLetter};
-  bSpec += {kLetter, nLetter};
-  out += {mLetter, nLetter};
-  return aSpec + "," + bSpec + "->" + out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1248,9 +1220,11 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   if (failed(checkPlanned(op)))
     return failure();
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    Value a, b;
-    std::string spec = matmulSpec(matmul, a, b);
-    return emitContraction(op, a, b, matmul.getResult(), spec);
+    std::string spec = matmulSpec(tensorType(matmul.getLhs()).getShape(),
+                                  tensorType(matmul.getRhs()).getShape(),
+                                  tensorType(matmul.getResult()).getShape());
+    return emitContraction(op, matmul.getLhs(), matmul.getRhs(),
+                           matmul.getResult(), spec);
   }
   if (auto einsum = dyn_cast<EinsumOp>(op)) {
     StringRef spec = einsum.getSpec();
@@ -1261,6 +1235,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitContraction(op, einsum.getInputs()[0], b, einsum.getResult(),
                            full);
   }
+  if (auto batched = dyn_cast<BatchedEinsumOp>(op))
+    return emitBatchedContraction(batched);
   if (isa<SumOp, MeanOp, MaxOp>(op)) {
     Value input = op->getOperand(0);
     auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims");

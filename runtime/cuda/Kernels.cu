@@ -421,6 +421,7 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t lx, ly, ld;
     cublasLtMatmulAlgo_t algo;
+    bool split = false; // no algorithm for the batch: one call per entry
   };
   thread_local std::map<std::array<int64_t, 15>, Plan> plans;
   std::array<int64_t, 15> key = {
@@ -490,22 +491,36 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     bool tune = tuneGemms() && !streamIsCapturing();
     cublasLtMatmulHeuristicResult_t heuristics[kCandidates];
     int results = 0;
-    check(cublasLtMatmulAlgoGetHeuristic(d.lt, plan.op, plan.lx, plan.ly,
-                                         plan.ld, plan.ld, preference,
-                                         tune ? kCandidates : 1, heuristics,
-                                         &results),
-          "choosing an algorithm");
+    // cuBLASLt answers "not supported" (or no result) when it has no
+    // algorithm for the layouts; anything else is an error.
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        d.lt, plan.op, plan.lx, plan.ly, plan.ld, plan.ld, preference,
+        tune ? kCandidates : 1, heuristics, &results);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED)
+      results = 0;
+    else
+      check(status, "choosing an algorithm");
     cublasLtMatmulPreferenceDestroy(preference);
     std::string shape = format(
         "%lldx%lldx%lld (%s, batch %lld)", (long long)p.rows,
         (long long)p.cols, (long long)p.depth,
         inDtype == LOOMRT_BF16 ? "bf16" : inDtype == LOOMRT_F16 ? "f16" : "f32",
         (long long)p.batch);
-    if (results == 0)
+    if (results == 0 && p.batch > 1) {
+      plan.split = true; // say, a batch stride of 0 (loom.batched_einsum)
+      fprintf(stderr,
+              "loom: note: cuBLASLt has no algorithm for a %s strided GEMM "
+              "with batch strides %lld, %lld, %lld: one call per batch "
+              "entry\n",
+              shape.c_str(), (long long)p.strideX, (long long)p.strideY,
+              (long long)p.strideD);
+    } else if (results == 0) {
       failProcess("cuBLASLt has no algorithm for a " + shape + " strided GEMM",
                   7);
-    plan.algo = heuristics[0].algo;
-    if (tune && results > 1 && !p.calls.empty()) {
+    } else {
+      plan.algo = heuristics[0].algo;
+    }
+    if (tune && results > 1 && !p.calls.empty() && !plan.split) {
       const std::array<int64_t, 3> &first = p.calls.front();
       GemmCall call;
       call.op = plan.op;
@@ -528,6 +543,20 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     found = plans.emplace(key, plan).first;
   }
   const Plan &plan = found->second;
+  if (plan.split) {
+    StridedGemm single = p;
+    single.batch = 1;
+    single.strideX = single.strideY = single.strideD = 0;
+    single.calls.clear();
+    int64_t strideA = p.xIsA ? p.strideX : p.strideY,
+            strideB = p.xIsA ? p.strideY : p.strideX;
+    for (const std::array<int64_t, 3> &call : p.calls)
+      for (int64_t i = 0; i < p.batch; ++i)
+        single.calls.push_back({call[0] + i * strideA, call[1] + i * strideB,
+                                call[2] + i * p.strideD});
+    stridedGemm(single, inDtype, outDtype, a, b, out);
+    return;
+  }
   float alpha = 1.0f, beta = 0.0f;
   for (const std::array<int64_t, 3> &call : p.calls) {
     const char *x = static_cast<const char *>(p.xIsA ? a : b) +

@@ -205,6 +205,28 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
       types);
 }
 
+LogicalResult BatchedEinsumOp::verify() {
+  if (getRhs().size() < 2)
+    return emitOpError("needs at least two second operands, got ")
+           << getRhs().size();
+  if (getResults().size() != getRhs().size())
+    return emitOpError("has ") << getResults().size() << " results for "
+                               << getRhs().size() << " second operands";
+  if (!getSpec().contains(','))
+    return emitOpError("needs a two-operand spec, got '") << getSpec() << "'";
+  for (auto [rhs, result] : llvm::zip(getRhs(), getResults())) {
+    FailureOr<RankedTensorType> type = inferEinsumType(
+        getLoc(), getSpec(), {tensorOf(getLhs()), tensorOf(rhs)});
+    if (failed(type))
+      return failure();
+    if (*type != result.getType())
+      return emitOpError("result ")
+             << describeType(result.getType()) << " is not the einsum's "
+             << describeType(*type);
+  }
+  return success();
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

@@ -221,6 +221,31 @@ def Loom_EinsumOp : Loom_Op<"einsum", [Pure, InferTypeOpAdaptor, DeclareOpInterf
   }];
 }
 
+def Loom_BatchedEinsumOp : Loom_Op<"batched_einsum", [Pure]> {
+  let summary = "Contractions of one operand with several others, run as one";
+  let description = [{
+    Result `i` is `loom.einsum spec lhs, rhs[i]`: the same contraction of
+    one first operand with each of the second ones. `loom-batch-contractions`
+    makes it, after the memory plan, out of neighbouring einsums and matmuls
+    (a matmul as its einsum spec) whose second operands and results lie
+    equally spaced in the arena, such as a layer's Q, K and V projections;
+    a backend then runs them as one strided-batched GEMM whose first operand
+    has batch stride 0. Each result is the einsum's own, to the bit.
+
+    ```mlir
+    %q, %k = loom.batched_einsum "bsd,de->bse" %x, %wq, %wk : tensor<2x4x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16> -> tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$spec, Loom_Tensor:$lhs,
+                       Variadic<Loom_Tensor>:$rhs);
+  let results = (outs Variadic<Loom_Tensor>:$results);
+  let assemblyFormat = [{
+    $spec $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->`
+    type($results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisations and reductions
 //===----------------------------------------------------------------------===//

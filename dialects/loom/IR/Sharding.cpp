@@ -137,6 +137,23 @@ std::string loom::formatSourceLoc(Location loc) {
       .str();
 }
 
+std::string loom::formatSourceLocs(Location loc) {
+  auto fused = dyn_cast<FusedLoc>(loc);
+  if (!fused)
+    return formatSourceLoc(loc);
+  // The file is named once while it stays the same: `a.loom:3:7, 4:7`.
+  std::string text, file;
+  for (Location part : fused.getLocations()) {
+    std::string site = formatSourceLoc(part);
+    StringRef name = StringRef(site).rsplit(':').first.rsplit(':').first;
+    if (!text.empty())
+      text += ", ";
+    text += name == file ? site.substr(name.size() + 1) : site;
+    file = name.str();
+  }
+  return text;
+}
+
 std::string loom::describeValue(Value value) {
   Location loc = value.getLoc();
   if (auto name = dyn_cast<NameLoc>(loc))

@@ -75,6 +75,10 @@ std::string formatDims(ShardingAttr sharding);
 /// `file:line:col` of the innermost source position in `loc` (inside a
 /// block, where the op is written), or `<unknown>`.
 std::string formatSourceLoc(mlir::Location loc);
+/// Each part of a fused location as formatSourceLoc, comma-separated, the
+/// file named once while it stays the same (`a.loom:3:7, 4:7`): the ops
+/// that became one (the members of a `loom.batched_einsum`).
+std::string formatSourceLocs(mlir::Location loc);
 
 /// The user's name for `value` (`%h`), from its NameLoc, or a description
 /// of where it comes from.

@@ -300,3 +300,31 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
 }
 
 #endif // LOOM_TRANSFORMS_PASSES_TD
+
+def LoomBatchContractions : Pass<"loom-batch-contractions", "mlir::func::FuncOp"> {
+  let summary = "Run neighbouring contractions of one operand as one batched GEMM";
+  let description = [{
+    Part of the plan every backend shares; runs after `loom-plan-memory` and
+    changes no offset. Neighbouring `loom.einsum`s and `loom.matmul`s of a
+    block (views between them aside) that contract the same first operand
+    with second operands of one type become one `loom.batched_einsum` when,
+    in order of their results' offsets, the second operands lie equally
+    spaced in the arena (as a repeat's stacked weights of one shape do) and
+    so do the results, which overlap neither each other nor any operand,
+    and nothing reads a result before the last of them. A layer's Q, K and
+    V projections are the case: the backends then run one strided-batched
+    GEMM with the first operand at batch stride 0 instead of three GEMMs.
+
+    ```mlir
+    %q = loom.einsum "bsd,dhe->bhse" %x, %wq : ...
+    %k = loom.einsum "bsd,dhe->bhse" %x, %wk : ...
+    // becomes
+    %q, %k = loom.batched_einsum "bsd,dhe->bhse" %x, %wq, %wk : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numBatches", "batches", "Number of batched contractions made">,
+    Statistic<"numContractions", "contractions", "Number of contractions batched">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}

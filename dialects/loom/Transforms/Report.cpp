@@ -44,28 +44,35 @@ static int64_t elementsOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getNumElements();
 }
 
+/// Two per point of an einsum's iteration space (every distinct letter).
+static double einsumFlops(StringRef spec, ValueRange operands) {
+  auto [inputs, output] = spec.split("->");
+  int64_t sizes[26] = {};
+  SmallVector<StringRef> specs;
+  inputs.split(specs, ',');
+  for (auto [letters, operand] : llvm::zip(specs, operands))
+    for (auto [dim, letter] : llvm::enumerate(letters))
+      sizes[letter - 'a'] =
+          cast<RankedTensorType>(operand.getType()).getShape()[dim];
+  double points = 1;
+  for (int64_t size : sizes)
+    if (size)
+      points *= size;
+  return 2.0 * points;
+}
+
 /// Floating-point operations of one execution of `op` (multiply-adds count
 /// two; transcendental functions one).
 static double flopsOf(Operation *op) {
   if (auto matmul = dyn_cast<MatmulOp>(op))
     return 2.0 * elementsOf(matmul.getResult()) *
            matmul.getLhs().getType().getShape().back();
-  if (auto einsum = dyn_cast<EinsumOp>(op)) {
-    // Two per point of the iteration space (every distinct letter).
-    auto [inputs, output] = einsum.getSpec().split("->");
-    int64_t sizes[26] = {};
-    SmallVector<StringRef> specs;
-    inputs.split(specs, ',');
-    for (auto [spec, operand] : llvm::zip(specs, einsum.getInputs()))
-      for (auto [dim, letter] : llvm::enumerate(spec))
-        sizes[letter - 'a'] =
-            cast<RankedTensorType>(operand.getType()).getShape()[dim];
-    double points = 1;
-    for (int64_t size : sizes)
-      if (size)
-        points *= size;
-    return 2.0 * points;
-  }
+  if (auto einsum = dyn_cast<EinsumOp>(op))
+    return einsumFlops(einsum.getSpec(), einsum.getInputs());
+  if (auto batched = dyn_cast<BatchedEinsumOp>(op))
+    return double(batched.getRhs().size()) *
+           einsumFlops(batched.getSpec(),
+                       {batched.getLhs(), batched.getRhs().front()});
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     // q k^T and p v over the scores a query sees (with `causal`, query i
     // sees keys j <= i: about half), 2 * E and 2 * F each; the softmax 5.
@@ -131,7 +138,9 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
       KernelInfo info;
       info.op = op;
       info.name = op->getName().getStringRef().str();
-      info.at = formatSourceLoc(op->getLoc());
+      // A batched contraction names every contraction it runs.
+      info.at = isa<BatchedEinsumOp>(op) ? formatSourceLocs(op->getLoc())
+                                         : formatSourceLoc(op->getLoc());
       info.runs = countIterations(op);
       for (Value value : op->getOperands())
         info.bytes += bytesOf(value.getType());
@@ -287,11 +296,16 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
   // arithmetic; a benchmark divides them by the kernel's measured time.
   os << "  kernels of the generated program (per run: bytes read and written "
         "at least once, FLOPs):\n";
-  os << llvm::format("    %3s  %-36s %-22s %5s %14s %14s %8s\n", "#", "op",
-                     "at", "runs", "bytes", "flops", "flop/B");
+  // The `at` column is as wide as its longest entry (a batched einsum
+  // names each of its contractions).
+  int atWidth = 22;
+  for (const KernelInfo &kernel : kernels)
+    atWidth = std::max(atWidth, int(kernel.at.size()));
+  os << llvm::format("    %3s  %-36s %-*s %5s %14s %14s %8s\n", "#", "op",
+                     atWidth, "at", "runs", "bytes", "flops", "flop/B");
   for (auto [index, kernel] : llvm::enumerate(kernels))
-    os << llvm::format("    %3zu  %-36s %-22s %5lld %14.0f %14.0f %8.2f\n",
-                       index + 1, kernel.name.substr(0, 36).c_str(),
+    os << llvm::format("    %3zu  %-36s %-*s %5lld %14.0f %14.0f %8.2f\n",
+                       index + 1, kernel.name.substr(0, 36).c_str(), atWidth,
                        kernel.at.c_str(), static_cast<long long>(kernel.runs),
                        kernel.bytes, kernel.flops,
                        kernel.bytes > 0 ? kernel.flops / kernel.bytes : 0.0);

@@ -6,7 +6,10 @@
 
 #include "dialects/loom/Transforms/Views.h"
 
+#include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/LoomOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 
@@ -174,4 +177,59 @@ SmallVector<loom::CarriedMove> loom::carriedMoves(ArrayRef<int> sources) {
     pending.erase(ready);
   }
   return moves;
+}
+
+loom::ArenaAddress loom::arenaAddress(Value value) {
+  auto bytesOf = [](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return tensor.getNumElements() *
+           tensor.getElementType().getIntOrFloatBitWidth() / 8;
+  };
+  if (auto argument = dyn_cast<BlockArgument>(value)) {
+    Operation *parent = argument.getOwner()->getParentOp();
+    if (auto func = dyn_cast<func::FuncOp>(parent)) {
+      auto offset = func.getArgAttrOfType<IntegerAttr>(
+          argument.getArgNumber(), LoomDialect::kOffsetAttrName);
+      return {offset ? offset.getInt() : -1, bytesOf(value.getType()), {}};
+    }
+    auto repeat = cast<RepeatOp>(parent);
+    unsigned index = argument.getArgNumber();
+    if (index < repeat.getCarried().size())
+      return arenaAddress(repeat.getResult(index));
+    Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
+    ArenaAddress address = arenaAddress(stacked);
+    address.steps.push_back({repeat, bytesOf(argument.getType())});
+    return address;
+  }
+  Operation *op = value.getDefiningOp();
+  if (isView(op)) // a view is read through its strides from its input
+    return arenaAddress(op->getOperand(0));
+  auto offsets =
+      op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
+  return {offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,
+          bytesOf(value.getType()),
+          {}};
+}
+
+std::string loom::matmulSpec(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,
+                             ArrayRef<int64_t> result) {
+  int64_t outRank = int64_t(result.size());
+  std::string out, lhsSpec, rhsSpec;
+  char next = 'a';
+  for (int64_t d = 0; d < outRank - 2; ++d)
+    out += next++;
+  auto batchSpec = [&](ArrayRef<int64_t> shape, std::string &spec) {
+    int64_t rank = int64_t(shape.size());
+    for (int64_t d = 0; d < rank - 2; ++d) {
+      int64_t outDim = d + (outRank - rank);
+      spec += shape[d] == result[outDim] ? out[outDim] : next++;
+    }
+  };
+  batchSpec(lhs, lhsSpec);
+  batchSpec(rhs, rhsSpec);
+  char mLetter = next++, kLetter = next++, nLetter = next++;
+  lhsSpec += {mLetter, kLetter};
+  rhsSpec += {kLetter, nLetter};
+  out += {mLetter, nLetter};
+  return lhsSpec + "," + rhsSpec + "->" + out;
 }

@@ -80,6 +80,24 @@ bool isView(mlir::Operation *op);
 /// contractions), or null when it has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
+/// Where a value of a planned program (loom-plan-memory) lives in the
+/// arena: its buffer's offset (-1 when the plan gave it none) plus, for each
+/// `loom.repeat` it is a stacked slice of (outermost first), that repeat's
+/// iteration number times the slice's bytes. `bufferBytes` is the size of
+/// the whole buffer (a stacked value's, for a slice).
+struct ArenaAddress {
+  int64_t offset = -1;
+  int64_t bufferBytes = 0;
+  llvm::SmallVector<std::pair<mlir::Operation *, int64_t>> steps;
+};
+ArenaAddress arenaAddress(mlir::Value value);
+
+/// A matmul of these shapes as an einsum spec: batch dimensions broadcast,
+/// and a size-1 or missing batch dimension of one operand gets a letter of
+/// its own (summed over one element), so it does not tie the operands.
+std::string matmulSpec(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+                       llvm::ArrayRef<int64_t> result);
+
 /// One copy among those that end a repeat's iteration: carried buffer `to`
 /// (or the scratch) takes the contents of carried buffer `from`, of the
 /// scratch, or (kYieldedValue) of the value yielded for `to`.

@@ -601,6 +601,50 @@ func.func @einsum_promotion(%a: tensor<4x8xf16>, %b: tensor<8x4xbf16>) {
 
 // -----
 
+//===----------------------------------------------------------------------===//
+// loom.batched_einsum
+//===----------------------------------------------------------------------===//
+
+func.func @batched_einsum_one(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.batched_einsum' op needs at least two second operands, got 1}}
+  %0 = loom.batched_einsum "ij,jk->ik" %a, %b : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_einsum_results(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.batched_einsum' op has 1 results for 2 second operands}}
+  %0 = loom.batched_einsum "ij,jk->ik" %a, %b, %b : tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_einsum_one_operand_spec(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'loom.batched_einsum' op needs a two-operand spec, got 'ij->ji'}}
+  %0:2 = loom.batched_einsum "ij->ji" %a, %b, %b : tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_einsum_type(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<8x2xf32>) {
+  // expected-error @+1 {{'loom.batched_einsum' op result f32[4, 4] is not the einsum's f32[4, 2]}}
+  %0:2 = loom.batched_einsum "ij,jk->ik" %a, %b, %c : tensor<4x8xf32>, tensor<8x4xf32>, tensor<8x2xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @batched_einsum_spec(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+1 {{einsum subscript 'j' has size 8 in one place and 4 in another}}
+  %0:2 = loom.batched_einsum "ij,jk->ik" %a, %b, %b : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
 func.func @einsum_bad_input_letter(%a: tensor<4x8xf32>) {
   // expected-error @+2 {{einsum subscript 'J' is not a lower-case letter}}
   // expected-error @+1 {{'loom.einsum' op failed to infer returned types}}

@@ -123,6 +123,13 @@ func.func @einsum(%x: tensor<2x4x8xf32>, %w: tensor<8x2x4xf32>) {
   return
 }
 
+// CHECK-LABEL: func.func @batched_einsum(
+// CHECK:         %{{.*}}:2 = loom.batched_einsum "bsd,de->bse" %arg0, %arg1, %arg2 : tensor<2x4x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16> -> tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+func.func @batched_einsum(%x: tensor<2x4x8xbf16>, %a: tensor<8x8xbf16>, %b: tensor<8x8xbf16>) {
+  %0:2 = loom.batched_einsum "bsd,de->bse" %x, %a, %b : tensor<2x4x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16> -> tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @softmax(
 // CHECK-SAME:      %[[X:.*]]: tensor<4x8xf32>)
 // CHECK:         loom.softmax %[[X]] dim = 1 : tensor<4x8xf32>
