@@ -74,20 +74,33 @@ int64_t ulps(int dtype, float got, double exact) {
 }
 
 /// The most ulps over the rows of a norm against the exact one, each row
-/// held by `Lanes` threads with K packs each.
+/// held by `Lanes` threads with K packs each. With `add`, the kernel's
+/// rows are x0 + x1 (loomrt_add_norm): the sum it stores must be their sum
+/// rounded once, bit for bit, and the norm is of that sum.
 template <int Dtype, int ScaleDtype, int Lanes = kBlockRow, int K = kRowPacks>
-int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks) {
+int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks,
+                  bool add = false) {
   std::vector<float> x = randomValues(Dtype, size_t(rows * n), 0.5f, 1),
                      gain = randomValues(ScaleDtype, size_t(n), 1.0f, 2),
-                     shift = randomValues(ScaleDtype, size_t(n), 0.0f, 3);
-  Buffer in(Dtype, x), scale(ScaleDtype, gain), bias(ScaleDtype, shift),
-      out(Dtype, std::vector<float>(size_t(rows * n), 0.0f));
+                     shift = randomValues(ScaleDtype, size_t(n), 0.0f, 3),
+                     addend = randomValues(Dtype, size_t(rows * n), -0.25f, 4);
+  Buffer in(Dtype, x), other(Dtype, addend), scale(ScaleDtype, gain),
+      bias(ScaleDtype, shift),
+      out(Dtype, std::vector<float>(size_t(rows * n), 0.0f)),
+      sum(Dtype, std::vector<float>(size_t(rows * n), 0.0f));
   const float eps = 1e-5f;
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
-    normVecKernel<Dtype, ScaleDtype, Lanes, K>(in.data(), scale.data(),
-                                               rms ? nullptr : bias.data(),
-                                               out.data(), rows, n, eps, rms);
+    normVecKernel<Dtype, ScaleDtype, Lanes, K>(
+        in.data(), add ? other.data() : nullptr, add ? sum.data() : nullptr,
+        scale.data(), rms ? nullptr : bias.data(), out.data(), rows, n, eps,
+        rms);
   });
+  if (add)
+    for (size_t i = 0; i < x.size(); ++i) {
+      Buffer rounded(Dtype, {x[i] + addend[i]});
+      EXPECT_EQ(sum.at(int64_t(i)), rounded.at(0)) << "sum element " << i;
+      x[i] = rounded.at(0);
+    }
   int64_t worst = 0;
   for (int64_t r = 0; r < rows; ++r) {
     double mean = 0.0, squares = 0.0;
@@ -129,6 +142,18 @@ TEST(RowKernelsTest, LayerNormBf16RowsAWarpEach) {
       (normError<LOOMRT_BF16, LOOMRT_BF16, kWarpRow, 8>(3, 2048, true, 1)), 1);
   EXPECT_LE((normError<LOOMRT_F32, LOOMRT_F32, kWarpRow, 1>(9, 128, false, 1)),
             1);
+}
+
+TEST(RowKernelsTest, AddThenNormRows) {
+  // A GPT's residual sum and the layer norm after it (loom.add_norm): a
+  // warp a row, then a block a row; and an RMS norm of f16 sums.
+  EXPECT_LE((normError<LOOMRT_BF16, LOOMRT_F32, kWarpRow, 4>(19, 768, false, 2,
+                                                             true)),
+            1);
+  EXPECT_LE((normError<LOOMRT_BF16, LOOMRT_F32>(5, 768, false, 2, true)), 1);
+  EXPECT_LE(
+      (normError<LOOMRT_F16, LOOMRT_F16, kWarpRow, 2>(7, 512, true, 1, true)),
+      1);
 }
 
 TEST(RowKernelsTest, RmsNormF16RowsWithF16Gains) {

@@ -34,6 +34,7 @@ void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseSoftmaxStats());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseLogitsStats());
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseAddNorm());
   pm.addPass(createLoomPlanMemory());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomBatchContractions());
 }

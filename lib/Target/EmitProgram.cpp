@@ -1292,6 +1292,23 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
            << "); // " << op->getName() << " at " << where() << "\n";
     return success();
   }
+  if (auto addNorm = dyn_cast<AddNormOp>(op)) {
+    Value scale = addNorm.getScale();
+    int64_t n = tensorType(scale).getNumElements();
+    int64_t rows =
+        tensorType(addNorm.getLhs()).getNumElements() / std::max<int64_t>(n, 1);
+    line() << "loomrt_add_norm(" << dtype(addNorm.getLhs()) << ", "
+           << pointer(addNorm.getLhs()) << ", " << pointer(addNorm.getRhs())
+           << ", " << pointer(addNorm.getSum()) << ", " << dtype(scale) << ", "
+           << pointer(scale) << ", "
+           << (addNorm.getBias() ? pointer(addNorm.getBias())
+                                 : std::string("nullptr"))
+           << ", " << pointer(addNorm.getResult()) << ", " << rows << ", " << n
+           << ", " << llvm::format("%.17g", addNorm.getEps().convertToDouble())
+           << ", " << (addNorm.getRms() ? 1 : 0) << "); // " << op->getName()
+           << " at " << formatSourceLocs(op->getLoc()) << "\n";
+    return success();
+  }
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     ArrayRef<int64_t> q = shape(attention.getQuery()),
                       k = shape(attention.getKey()),

@@ -906,44 +906,47 @@ void forFloatType(int dtype, Args... args) {
     Launch<LOOMRT_F16>::run(args...);
 }
 
+/// The operands of a norm (and of the sum before it, when `addend` is set:
+/// loomrt_add_norm).
+struct NormArgs {
+  const void *x, *addend;
+  void *sum;
+  const void *scale, *bias;
+  void *out;
+  int64_t rows, n;
+  float eps;
+  int rms;
+};
+
 template <int Dtype, int ScaleDtype, int Lanes, int K>
-void launchNormRows(const void *x, const void *scale, const void *bias,
-                    void *out, int64_t rows, int64_t n, float eps, int rms) {
+void launchNormRows(const NormArgs &a) {
   normVecKernel<Dtype, ScaleDtype, Lanes, K>
-      <<<blocksFor(rows, kBlockRow / Lanes), kBlockRow, 0, device().stream>>>(
-          x, scale, bias, out, rows, n, eps, rms);
+      <<<blocksFor(a.rows, kBlockRow / Lanes), kBlockRow, 0,
+         device().stream>>>(a.x, a.addend, a.sum, a.scale, a.bias, a.out,
+                            a.rows, a.n, a.eps, a.rms);
 }
 
 /// A warp per row while a row's packs fit 8 per lane, else a block per row.
-template <int Dtype, int ScaleDtype>
-void launchNorm(const void *x, const void *scale, const void *bias, void *out,
-                int64_t rows, int64_t n, float eps, int rms) {
-  int64_t packs = n / Pack<Dtype>::N;
+template <int Dtype, int ScaleDtype> void launchNorm(const NormArgs &a) {
+  int64_t packs = a.n / Pack<Dtype>::N;
   if (packs <= kWarpRow)
-    launchNormRows<Dtype, ScaleDtype, kWarpRow, 1>(x, scale, bias, out, rows,
-                                                   n, eps, rms);
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 1>(a);
   else if (packs <= 2 * kWarpRow)
-    launchNormRows<Dtype, ScaleDtype, kWarpRow, 2>(x, scale, bias, out, rows,
-                                                   n, eps, rms);
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 2>(a);
   else if (packs <= 4 * kWarpRow)
-    launchNormRows<Dtype, ScaleDtype, kWarpRow, 4>(x, scale, bias, out, rows,
-                                                   n, eps, rms);
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 4>(a);
   else if (packs <= 8 * kWarpRow)
-    launchNormRows<Dtype, ScaleDtype, kWarpRow, 8>(x, scale, bias, out, rows,
-                                                   n, eps, rms);
+    launchNormRows<Dtype, ScaleDtype, kWarpRow, 8>(a);
   else
-    launchNormRows<Dtype, ScaleDtype, kBlockRow, kRowPacks>(
-        x, scale, bias, out, rows, n, eps, rms);
+    launchNormRows<Dtype, ScaleDtype, kBlockRow, kRowPacks>(a);
 }
 
 template <int Dtype> struct LaunchNorm {
-  static void run(int scaleDtype, const void *x, const void *scale,
-                  const void *bias, void *out, int64_t rows, int64_t n,
-                  float eps, int rms) {
+  static void run(int scaleDtype, const NormArgs &a) {
     if (scaleDtype == Dtype)
-      launchNorm<Dtype, Dtype>(x, scale, bias, out, rows, n, eps, rms);
+      launchNorm<Dtype, Dtype>(a);
     else if constexpr (Dtype != LOOMRT_F32) // an f32 scale (normVecScales)
-      launchNorm<Dtype, LOOMRT_F32>(x, scale, bias, out, rows, n, eps, rms);
+      launchNorm<Dtype, LOOMRT_F32>(a);
   }
 };
 
@@ -1327,17 +1330,51 @@ extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
   check(cudaGetLastError(), "softmax statistics");
 }
 
+/// sum = a + b, rounded to dtype: the plain kernels' first step of
+/// loomrt_add_norm.
+__global__ void addKernel(int dtype, const void *a, const void *b, void *sum,
+                          int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    store(dtype, sum, i, load(dtype, a, i) + load(dtype, b, i));
+}
+
+/// loomrt_norm, and loomrt_add_norm with an addend: the row kernel in
+/// registers where the packs allow, else the plain kernels (the sum made
+/// first, then normalised).
+void normOrAddNorm(int dtype, int scaleDtype, const NormArgs &a) {
+  if (normVecScales(dtype, scaleDtype) &&
+      packable(dtype, a.n, true,
+               {a.x, a.addend, a.sum, a.scale, a.bias, a.out})) {
+    forFloatType<LaunchNorm>(dtype, scaleDtype, a);
+  } else {
+    const void *x = a.x;
+    if (a.addend) {
+      addKernel<<<blocksFor(a.rows * a.n), 256, 0, device().stream>>>(
+          dtype, a.x, a.addend, a.sum, a.rows * a.n);
+      x = a.sum;
+    }
+    normKernel<<<blocksFor(a.rows, 1), 256, 0, device().stream>>>(
+        dtype, x, scaleDtype, a.scale, a.bias, a.out, a.rows, a.n, a.eps,
+        a.rms);
+  }
+  check(cudaGetLastError(), a.addend ? "add and norm" : "norm");
+}
+
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
                             int64_t rows, int64_t n, double eps, int rms) {
-  if (normVecScales(dtype, scaleDtype) &&
-      packable(dtype, n, true, {x, scale, bias, out}))
-    forFloatType<LaunchNorm>(dtype, scaleDtype, x, scale, bias, out, rows, n,
-                             float(eps), rms);
-  else
-    normKernel<<<blocksFor(rows, 1), 256, 0, device().stream>>>(
-        dtype, x, scaleDtype, scale, bias, out, rows, n, float(eps), rms);
-  check(cudaGetLastError(), "norm");
+  normOrAddNorm(dtype, scaleDtype,
+                {x, nullptr, nullptr, scale, bias, out, rows, n, float(eps),
+                 rms});
+}
+
+extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,
+                                void *sum, int scaleDtype, const void *scale,
+                                const void *bias, void *out, int64_t rows,
+                                int64_t n, double eps, int rms) {
+  normOrAddNorm(dtype, scaleDtype,
+                {a, b, sum, scale, bias, out, rows, n, float(eps), rms});
 }
 
 //--- Fused attention (runtime/cuda/FusedAttention.cuh) ---------------------

@@ -134,13 +134,25 @@ __device__ __forceinline__ float rowReduce(float value, float *shared) {
   }
 }
 
+/// `value` rounded to Dtype (and widened back).
+template <int Dtype> __device__ __forceinline__ float roundTo(float value) {
+  if constexpr (Dtype == LOOMRT_BF16)
+    return loomrt_bf16_to_f32(loomrt_f32_to_bf16(value));
+  else if constexpr (Dtype == LOOMRT_F16)
+    return loomrt_f16_to_f32(loomrt_f32_to_f16(value));
+  else
+    return value;
+}
+
 /// Layer or RMS norm of rows of n elements, each row held in the registers
 /// of the `Lanes` threads that share it (K packs each, so rows of up to
-/// Lanes * K packs), 256 threads a block.
+/// Lanes * K packs), 256 threads a block. With an `addend`, each row is
+/// x + addend, rounded to Dtype and stored in `sum` first
+/// (loomrt_add_norm).
 template <int Dtype, int ScaleDtype, int Lanes, int K>
-__global__ void normVecKernel(const void *x, const void *scale,
-                              const void *bias, void *out, int64_t rows,
-                              int64_t n, float eps, int rms) {
+__global__ void normVecKernel(const void *x, const void *addend, void *sum,
+                              const void *scale, const void *bias, void *out,
+                              int64_t rows, int64_t n, float eps, int rms) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
   const int lane = int(threadIdx.x) % Lanes;
@@ -149,18 +161,25 @@ __global__ void normVecKernel(const void *x, const void *scale,
   for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
        r += gridDim.x * rowsPerBlock) {
     float v[K][N];
-    float sum = 0.0f;
+    float total = 0.0f;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       int64_t p = lane + int64_t(k) * Lanes;
       if (p < packs) {
         loadPack<Dtype>(x, r * n + p * N, v[k]);
+        if (addend) {
+          float w[N];
+          loadPack<Dtype>(addend, r * n + p * N, w);
+          for (int i = 0; i < N; ++i)
+            v[k][i] = roundTo<Dtype>(v[k][i] + w[i]);
+          storePack<Dtype>(sum, r * n + p * N, v[k]);
+        }
         for (int i = 0; i < N; ++i)
-          sum += v[k][i];
+          total += v[k][i];
       }
     }
     float mean =
-        rms ? 0.0f : rowReduce<false, Lanes>(sum, shared) / float(n);
+        rms ? 0.0f : rowReduce<false, Lanes>(total, shared) / float(n);
     float squares = 0.0f;
 #pragma unroll
     for (int k = 0; k < K; ++k)

@@ -227,6 +227,23 @@ LogicalResult BatchedEinsumOp::verify() {
   return success();
 }
 
+LogicalResult AddNormOp::verify() {
+  RankedTensorType lhs = getLhs().getType();
+  for (Type type : {Type(getRhs().getType()), Type(getSum().getType()),
+                    Type(getResult().getType())})
+    if (type != lhs)
+      return emitOpError("needs addends, sum and result of one type, got ")
+             << describeType(lhs) << " and " << describeType(type);
+  if (getRms() == bool(getBias()))
+    return emitOpError(getRms() ? "with `rms` takes no bias"
+                                : "needs a bias (or `rms`)");
+  SmallVector<RankedTensorType> affine = {getScale().getType()};
+  if (getBias())
+    affine.push_back(getBias().getType());
+  return inferNormType(getLoc(), getRms() ? "rmsnorm" : "layernorm", lhs,
+                       affine);
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

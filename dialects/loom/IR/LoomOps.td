@@ -308,6 +308,36 @@ def Loom_RMSNormOp : Loom_Op<"rmsnorm", [Pure, InferTypeOpAdaptor,
   }];
 }
 
+def Loom_AddNormOp : Loom_Op<"add_norm", [Pure]> {
+  let summary = "A residual sum and its layer or RMS norm, in one pass";
+  let description = [{
+    `sum = lhs + rhs` (same shape and type, rounded to it), and `result`
+    the `loom.layernorm` of `sum` with `scale`, `bias` and `eps` (with
+    `rms`, the `loom.rmsnorm`: no bias). `loom-fuse-add-norm` makes it out
+    of a residual connection and the norm that reads it, so that a backend
+    reads the two addends once and the sum never again: a pre-norm
+    transformer layer's `x + attention(h)` and the norm of the MLP. Both
+    results are the two ops' own, to the bit. Backends read each row whole
+    before they write it, so `loom-plan-memory` may place `result` in
+    `rhs`'s buffer when this op is its last reader.
+
+    ```mlir
+    %s, %y = loom.add_norm %x, %a, %g, %b eps = 1.0e-05 : tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs,
+                       Loom_FloatTensor:$scale,
+                       Optional<Loom_FloatTensor>:$bias, F64Attr:$eps,
+                       UnitAttr:$rms);
+  let results = (outs Loom_FloatTensor:$sum, Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $scale (`,` $bias^)? `eps` `=` $eps (`rms` $rms^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `,` type($scale)
+    (`,` type($bias)^)? `->` type($sum) `,` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 class Loom_ReduceOp<string mnemonic, string what, Type operandType>
     : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor, DeclareOpInterfaceMethods<Loom_ShardingRuleOpInterface>]> {
   let summary = what # " over dimensions";

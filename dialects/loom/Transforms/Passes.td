@@ -282,7 +282,10 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
     a repeat's carried values live in one buffer for all iterations, which
     also holds the initial value when the repeat is its only reader and
     the yielded value when it is written after the iteration's last read
-    of the carried one (so neither is copied). A repeat whose carried
+    of the carried one (so neither is copied). A `loom.add_norm` writes
+    its normalised rows over its second addend when it is that addend's
+    last reader, where that does not make the arena larger (first fit can
+    place the rest worse; the plan is made both ways). A repeat whose carried
     values trade places gets `loom.scratch_offset`: a buffer, alive at the
     yield only, through which the moves that end an iteration go round.
     `loom.reshape` results, a repeat body's slices of stacked operands and
@@ -325,6 +328,32 @@ def LoomBatchContractions : Pass<"loom-batch-contractions", "mlir::func::FuncOp"
   let statistics = [
     Statistic<"numBatches", "batches", "Number of batched contractions made">,
     Statistic<"numContractions", "contractions", "Number of contractions batched">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+def LoomFuseAddNorm : Pass<"loom-fuse-add-norm", "mlir::func::FuncOp"> {
+  let summary = "Make a residual sum and the norm that reads it one op";
+  let description = [{
+    Part of the plan every backend shares, after the element-wise groups.
+    A `loom.add` left on its own (no broadcast, one type throughout) whose
+    sum a `loom.layernorm` or `loom.rmsnorm` of its block normalises
+    becomes, with that norm, one `loom.add_norm` in the add's place, when
+    the norm's scale and bias exist there. The sum keeps its other readers
+    (the residual stream). Backends read the two addends once, write the
+    sum and normalise it from registers: a pre-norm transformer layer's
+    `x = x + attention(h)` and `layernorm(x)` cost one pass instead of a
+    write and a read of x between two launches.
+
+    ```mlir
+    %x = loom.add %r, %a : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+    %h = loom.layernorm %x, %g, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>
+    // becomes
+    %x, %h = loom.add_norm %r, %a, %g, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFused", "fused", "Number of sums normalised as they are made">,
   ];
   let dependentDialects = ["loom::LoomDialect"];
 }

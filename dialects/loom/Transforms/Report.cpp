@@ -93,6 +93,8 @@ static double flopsOf(Operation *op) {
   }
   if (isa<LayerNormOp, RMSNormOp>(op))
     return 8.0 * elementsOf(op->getOperand(0));
+  if (isa<AddNormOp>(op)) // the sum, then the norm
+    return 9.0 * elementsOf(op->getOperand(0));
   if (isa<SoftmaxOp>(op))
     return 5.0 * elementsOf(op->getOperand(0));
   if (isa<CrossEntropyOp>(op))
@@ -138,9 +140,10 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
       KernelInfo info;
       info.op = op;
       info.name = op->getName().getStringRef().str();
-      // A batched contraction names every contraction it runs.
-      info.at = isa<BatchedEinsumOp>(op) ? formatSourceLocs(op->getLoc())
-                                         : formatSourceLoc(op->getLoc());
+      // Ops made of several name each of them.
+      info.at = isa<BatchedEinsumOp, AddNormOp>(op)
+                    ? formatSourceLocs(op->getLoc())
+                    : formatSourceLoc(op->getLoc());
       info.runs = countIterations(op);
       for (Value value : op->getOperands())
         info.bytes += bytesOf(value.getType());

@@ -1499,3 +1499,39 @@ func.func @scratch(%x: tensor<4xf32>) attributes {loom.scratch_offset = 0 : i64}
 func.func @offset(%x: tensor<4xf32> {loom.offset = -2 : i64}) {
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// loom.add_norm
+//===----------------------------------------------------------------------===//
+
+func.func @add_norm_types(%a: tensor<4x8xbf16>, %b: tensor<4x8xf32>, %g: tensor<8xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.add_norm' op needs addends, sum and result of one type, got bf16[4, 8] and f32[4, 8]}}
+  %s, %y = loom.add_norm %a, %b, %g, %c eps = 1.0e-05 : tensor<4x8xbf16>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @add_norm_rms_bias(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.add_norm' op with `rms` takes no bias}}
+  %s, %y = loom.add_norm %a, %a, %g, %g eps = 1.0e-05 rms : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_norm_no_bias(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.add_norm' op needs a bias (or `rms`)}}
+  %s, %y = loom.add_norm %a, %a, %g eps = 1.0e-05 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_norm_scale(%a: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{layernorm: scale/bias f32[4] must match the trailing dimensions of the input f32[4, 8]}}
+  %s, %y = loom.add_norm %a, %a, %g, %g eps = 1.0e-05 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}

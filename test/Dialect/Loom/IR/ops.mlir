@@ -130,6 +130,15 @@ func.func @batched_einsum(%x: tensor<2x4x8xbf16>, %a: tensor<8x8xbf16>, %b: tens
   return
 }
 
+// CHECK-LABEL: func.func @add_norm(
+// CHECK:         loom.add_norm %arg0, %arg1, %arg2, %arg3 eps = 1.000000e-05 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+// CHECK:         loom.add_norm %arg0, %arg1, %arg2 eps = 1.000000e-05 rms : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+func.func @add_norm(%x: tensor<4x8xbf16>, %a: tensor<4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  %s, %y = loom.add_norm %x, %a, %g, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+  %t, %z = loom.add_norm %x, %a, %g eps = 1.0e-05 rms : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @softmax(
 // CHECK-SAME:      %[[X:.*]]: tensor<4x8xf32>)
 // CHECK:         loom.softmax %[[X]] dim = 1 : tensor<4x8xf32>

@@ -117,3 +117,28 @@ func.func @transpose_views(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<6x
   %4 = loom.matmul %2, %1 : tensor<8x4xf32>, tensor<4x6xf32> -> tensor<8x6xf32>
   return %1, %3 : tensor<4x6xf32>, tensor<8x4xf32>
 }
+
+// -----
+
+// loom.add_norm writes its normalised rows over its second addend when it
+// is that addend's last reader (rows are read whole before they are
+// written): here an arena of 832 bytes instead of 1088. Where the addend
+// is read later, the result gets a buffer of its own.
+// CHECK-LABEL: func.func @add_norm_in_place
+// CHECK-SAME:  loom.arena_bytes = 832 : i64
+// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK:       loom.add_norm {{.*}} {loom.offsets = array<i64: {{[0-9]+}}, [[A]]>}
+// CHECK-LABEL: func.func @add_norm_addend_read_later
+// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: [[B:[0-9]+]]>}
+// CHECK-NOT:   loom.add_norm {{.*}} {loom.offsets = array<i64: {{[0-9]+}}, [[B]]>}
+func.func @add_norm_in_place(%x: tensor<4x16xf32> {loom.input = "x"}, %g: tensor<16xf32> {loom.input = "g"}) -> (tensor<4x16xf32>, tensor<4x16xf32>) attributes {loom.model} {
+  %a = loom.tanh %x : tensor<4x16xf32>
+  %s, %y = loom.add_norm %x, %a, %g eps = 1.0e-05 rms : tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>
+  return %s, %y : tensor<4x16xf32>, tensor<4x16xf32>
+}
+func.func @add_norm_addend_read_later(%x: tensor<4x16xf32> {loom.input = "x"}, %g: tensor<16xf32> {loom.input = "g"}) -> (tensor<4x16xf32>, tensor<4x16xf32>) attributes {loom.model} {
+  %a = loom.tanh %x : tensor<4x16xf32>
+  %s, %y = loom.add_norm %x, %a, %g eps = 1.0e-05 rms : tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>, tensor<4x16xf32>
+  %z = loom.add %y, %a : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %s, %z : tensor<4x16xf32>, tensor<4x16xf32>
+}
