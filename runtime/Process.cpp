@@ -1215,17 +1215,35 @@ int localIndex() {
   return index;
 }
 
+/// Whether an MPI launcher (mpirun, srun) started this process: Open MPI,
+/// PMIx and MPICH's Hydra say so in the environment.
+bool launchedByMpi() {
+  return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") ||
+         getenv("PMI_SIZE");
+}
+
 } // namespace
 
 extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // --loopback needs no MPI. Started alone, MPI_Init would start a
+  // singleton's daemon, which can fail when many start at once ("Unable to
+  // start a daemon on the local node"); under a launcher MPI is initialised,
+  // so that the job's size can be checked below.
+  bool loopbackAlone =
+      !launchedByMpi() && std::any_of(argv + 1, argv + argc, [](char *arg) {
+        return strcmp(arg, "--loopback") == 0;
+      });
   int processRank = 0, processes = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &processRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  if (!loopbackAlone) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &processRank);
+    MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  }
   bool leader = processRank == 0;
   auto finish = [&](int code) {
-    MPI_Finalize();
+    if (!loopbackAlone)
+      MPI_Finalize();
     return code;
   };
 
