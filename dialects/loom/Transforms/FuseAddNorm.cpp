@@ -12,6 +12,7 @@
 #include "dialects/loom/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
 
 namespace loom {
 #define GEN_PASS_DEF_LOOMFUSEADDNORM
@@ -23,29 +24,20 @@ using namespace loom;
 
 namespace {
 
-/// Whether `value` is available before `op`: an argument of a block that
-/// holds op, or defined before op's ancestor in its own block.
-bool availableBefore(Value value, Operation *op) {
-  if (auto argument = dyn_cast<BlockArgument>(value))
-    return argument.getOwner()->findAncestorOpInBlock(*op) != nullptr;
-  Operation *def = value.getDefiningOp();
-  Operation *ancestor = def->getBlock()->findAncestorOpInBlock(*op);
-  return ancestor && def->isBeforeInBlock(ancestor);
-}
-
 struct FuseAddNormPass
     : public loom::impl::LoomFuseAddNormBase<FuseAddNormPass> {
   void runOnOperation() override {
     SmallVector<AddOp> adds;
     getOperation().walk([&](AddOp add) { adds.push_back(add); });
+    DominanceInfo dominance(getOperation());
     for (AddOp add : adds)
-      fuse(add);
+      fuse(add, dominance);
   }
 
   /// sum = lhs + rhs with one type and shape throughout (no broadcast, no
   /// promotion), normalised by a layernorm or rmsnorm of its block whose
   /// scale and bias exist where the sum is made.
-  void fuse(AddOp add) {
+  void fuse(AddOp add, DominanceInfo &dominance) {
     Value sum = add.getResult();
     Type type = sum.getType();
     if (add.getLhs().getType() != type || add.getRhs().getType() != type ||
@@ -62,7 +54,7 @@ struct FuseAddNormPass
     if (!norm)
       return;
     for (Value operand : norm->getOperands().drop_front())
-      if (!availableBefore(operand, add))
+      if (!dominance.properlyDominates(operand, add))
         return;
     bool rms = isa<RMSNormOp>(norm);
     FloatAttr eps = rms ? cast<RMSNormOp>(norm).getEpsAttr()

@@ -285,7 +285,8 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
     of the carried one (so neither is copied). A `loom.add_norm` writes
     its normalised rows over its second addend when it is that addend's
     last reader, where that does not make the arena larger (first fit can
-    place the rest worse; the plan is made both ways). A repeat whose carried
+    place the rest worse; where a buffer can be shared so, the plan is made
+    both ways). A repeat whose carried
     values trade places gets `loom.scratch_offset`: a buffer, alive at the
     yield only, through which the moves that end an iteration go round.
     `loom.reshape` results, a repeat body's slices of stacked operands and

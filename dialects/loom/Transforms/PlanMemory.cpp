@@ -52,7 +52,12 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   /// rank: 64 KiB larger, so not there).
   void planSmaller(func::FuncOp func) {
     llvm::DenseMap<Value, Value> before = sharedWith;
+    sharedInPlace = false;
     int64_t inPlace = plan(func, /*inPlace=*/true);
+    if (!sharedInPlace) { // nothing to compare: the one plan stands
+      arenaBytes = std::max<uint64_t>(arenaBytes, uint64_t(inPlace));
+      return;
+    }
     sharedWith = before;
     int64_t apart = plan(func, /*inPlace=*/false);
     if (inPlace <= apart) {
@@ -65,6 +70,8 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
 
   /// Values stored in another value's buffer (see shareCarriedBuffers).
   llvm::DenseMap<Value, Value> sharedWith;
+  /// Whether the last shareInPlace shared a buffer.
+  bool sharedInPlace = false;
 
   Value owner(Value value) const {
     for (auto found = sharedWith.find(value); found != sharedWith.end();
@@ -151,6 +158,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       buffers[addend].last = std::max(buffers[addend].last, last);
       buffers.erase(result);
       sharedWith[result] = addend;
+      sharedInPlace = true;
     });
   }
 
