@@ -330,6 +330,13 @@ TEST(FusedAttentionTest, Bf16DenseOperands) {
   expectAccepted({LOOMRT_BF16, 1, 1, 64, 130, 64, 64, false, false}, true);
 }
 
+TEST(FusedAttentionTest, Bf16KeysEndingInsideATile) {
+  // 120 keys: the second tile has 56 rows, so in its fetch the threads
+  // whose four rows exist take the unchecked loads and the others test
+  // each row (runtime/cuda/FusedAttention.cuh, PackWalk).
+  expectAccepted({LOOMRT_BF16, 1, 1, 64, 120, 64, 64, false, false}, true);
+}
+
 TEST(FusedAttentionTest, Bf16ThirdTermCounts) {
   // One query, three keys: key 0 scores 0 (p = 1, v = 0); keys 1 and 2
   // score -1/4 and -1/4 - 2^-14 (p = exp of that, v = +1 and -1 in column

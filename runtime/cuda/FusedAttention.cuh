@@ -88,17 +88,49 @@ struct TilePacks {
   uint4 pack[kPacksPerThread];
 };
 
+/// One thread's walk down the rows of a [rows, kHead] matrix, a tile of 64
+/// rows a fetch: its packs are rows r + 16 n (n < kPacksPerThread) at
+/// columns 8 c .. 8 c + 7, where r = threadIdx.x / 8 and c = threadIdx.x % 8
+/// (the order storeTilePacks stores them in). The address advances by a
+/// tile a fetch, so the loop over keys does no 64-bit index arithmetic and
+/// reads no stride from the parameters.
+struct PackWalk {
+  const uint16_t *next; // this thread's first pack of the next tile
+  int64_t packStride;   // elements from pack n to pack n + 1 (16 rows)
+  int64_t rowsLeft;     // rows of the matrix from the next tile's row r on
+
+  __device__ void begin(const uint16_t *matrix, int64_t rows,
+                        int64_t rowStride) {
+    const int r = int(threadIdx.x) / kPacksPerRow;
+    next = matrix + r * rowStride + (threadIdx.x % kPacksPerRow) * 8;
+    packStride = rowStride * (kAttentionThreads / kPacksPerRow);
+    rowsLeft = rows - r;
+  }
+
+  /// The next tile's packs, zero beyond the matrix's rows.
+  __device__ void fetch(TilePacks &held) {
+    constexpr int kRowsApart = kAttentionThreads / kPacksPerRow;
+    if (rowsLeft > (kPacksPerThread - 1) * kRowsApart) {
+      // All the thread's rows exist (every tile but a sequence's last).
+      for (int n = 0; n < kPacksPerThread; ++n)
+        held.pack[n] = load16(next + n * packStride);
+    } else {
+      for (int n = 0; n < kPacksPerThread; ++n)
+        held.pack[n] = n * kRowsApart < rowsLeft ? load16(next + n * packStride)
+                                                 : make_uint4(0, 0, 0, 0);
+    }
+    next += kPacksPerThread * packStride;
+    rowsLeft -= kTile;
+  }
+};
+
 /// This thread's packs of rows first..first+63 of a [rows, kHead] matrix
 /// (`rowStride` elements apart), zero beyond `rows`.
 __device__ void fetchTilePacks(TilePacks &held, const uint16_t *matrix,
                                int64_t first, int64_t rows, int64_t rowStride) {
-  for (int n = 0; n < kPacksPerThread; ++n) {
-    int i = threadIdx.x + n * kAttentionThreads;
-    int64_t row = first + i / kPacksPerRow;
-    held.pack[n] =
-        row < rows ? load16(matrix + row * rowStride + (i % kPacksPerRow) * 8)
-                   : make_uint4(0, 0, 0, 0);
-  }
+  PackWalk walk;
+  walk.begin(matrix + first * rowStride, rows - first, rowStride);
+  walk.fetch(held);
 }
 
 /// Stores the packs into a tile whose rows are `tileStride` elements apart
@@ -174,12 +206,15 @@ __device__ AttentionBlock attentionBlock(const uint16_t *q, const uint16_t *k,
 /// pair of shared tiles.
 struct KeyValueTiles {
   TilePacks keys, values;
+  PackWalk keyWalk, valueWalk;
 
   __device__ void start(const AttentionBlock &block, int64_t t,
                         const AttentionStrides &at, bool packs) {
     if (packs && block.lastKey > 0) {
-      fetchTilePacks(keys, block.k, 0, t, at.row[1]);
-      fetchTilePacks(values, block.v, 0, t, at.row[2]);
+      keyWalk.begin(block.k, t, at.row[1]);
+      valueWalk.begin(block.v, t, at.row[2]);
+      keyWalk.fetch(keys);
+      valueWalk.fetch(values);
     }
   }
 
@@ -191,8 +226,8 @@ struct KeyValueTiles {
       storeTilePacks(keyTile, keys, tileStride);
       storeTilePacks(valueTile, values, tileStride);
       if (k0 + kTile < block.lastKey) {
-        fetchTilePacks(keys, block.k, k0 + kTile, t, at.row[1]);
-        fetchTilePacks(values, block.v, k0 + kTile, t, at.row[2]);
+        keyWalk.fetch(keys);
+        valueWalk.fetch(values);
       }
     } else {
       loadAttentionTile(keyTile, block.k, k0, t, e, at.row[1], false,
@@ -500,6 +535,21 @@ __device__ __forceinline__ uint32_t pairOf(uint16_t low, uint16_t high) {
   return low | uint32_t(high) << 16;
 }
 
+/// 2^x by the SFU's `ex2.approx.ftz`. exp2f is the same instruction plus a
+/// rescaling for results below 2^-126 (a compare and two multiplies more a
+/// probability); a probability that small is below 2^-126 of its row's sum
+/// of exp (at least 1: the maximum's own term), so flushing it to zero
+/// moves no result beyond the order of additions' rounding.
+__device__ __forceinline__ float exp2Flushed(float x) {
+#ifdef __CUDACC__
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return cuda_on_cpu::ex2ApproxFtz(x);
+#endif
+}
+
 /// mmaAttentionKernel's scale: the scores' scale times log2(e), so that
 /// exp(x * scale - max) is exp2 of the scores so scaled, one instruction
 /// (ex2) where expf takes about nine.
@@ -507,11 +557,14 @@ inline float log2Scale(double scale) {
   return float(scale * 1.4426950408889634);
 }
 
-// Two blocks per SM: ptxas takes 212 registers without spilling. `Terms`
+// Three blocks per SM (twelve warps, three for each scheduler to hide the
+// products' latency; shared memory holds three): ptxas fits the kernel in
+// 168 registers without spilling (it took 212 when allowed; the two-term
+// experiment spills 4 bytes). `Terms`
 // of P's split multiply V: 3, exact (the language's rule); 2 only as the
 // experiment LOOMRT_ATTENTION_TERMS=2 (P to about 16 bits; docs/running.md).
 template <int Terms = kSplitTerms>
-__global__ void __launch_bounds__(kAttentionThreads, 2)
+__global__ void __launch_bounds__(kAttentionThreads, 3)
     mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
                        uint16_t *out, int64_t inner, int64_t s, int64_t t,
                        int e, int f, AttentionStrides at, int causal,
@@ -607,14 +660,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
       float newMax = fmaxf(rowMax[h], tileMax[h]);
       // Nothing visible yet: nothing to rescale. (Only a padding row, whose
       // values are never stored, stays so past its first tile of keys.)
-      factor[h] = newMax == -INFINITY ? 1.0f : exp2f(rowMax[h] - newMax);
+      factor[h] = newMax == -INFINITY ? 1.0f : exp2Flushed(rowMax[h] - newMax);
       rowMax[h] = newMax;
     }
     float partial[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
       for (int i = 0; i < 4; ++i) {
-        score[n][i] = exp2f(score[n][i] - rowMax[i / 2]);
+        score[n][i] = exp2Flushed(score[n][i] - rowMax[i / 2]);
         partial[i / 2] += score[n][i];
       }
     for (int h = 0; h < 2; ++h) {
@@ -622,10 +675,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 2)
       partial[h] += __shfl_xor_sync(0xffffffffu, partial[h], 2);
       rowSum[h] = rowSum[h] * factor[h] + partial[h];
     }
+    // Once a row's maximum settles (most tiles of a long row), its factor
+    // is 1: the warp skips the multiplications when all its rows' are.
+    if (__any_sync(0xffffffffu, factor[0] != 1.0f || factor[1] != 1.0f)) {
 #pragma unroll
-    for (int c = 0; c < kHead / 8; ++c)
-      for (int i = 0; i < 4; ++i)
-        output[c][i] *= factor[i / 2];
+      for (int c = 0; c < kHead / 8; ++c)
+        for (int i = 0; i < 4; ++i)
+          output[c][i] *= factor[i / 2];
+    }
 #pragma unroll
     for (int step = 0; step < kTile / 16; ++step) {
       // P V: P's 16 keys of a step are score blocks 2 * step and

@@ -1397,6 +1397,21 @@ template <int Dtype> bool fusedAttentionFits() {
   return fits;
 }
 
+/// The mma.sync kernel is built for three blocks an SM (its launch bounds);
+/// they need 138,240 bytes of shared memory, so the SM's split between L1
+/// and shared memory is asked, once per kernel, to favour shared memory
+/// (left to itself the driver may configure too little and run two).
+template <int Terms> void preferSharedMemory() {
+  static const bool asked = [] {
+    check(cudaFuncSetAttribute(mmaAttentionKernel<Terms>,
+                               cudaFuncAttributePreferredSharedMemoryCarveout,
+                               int(cudaSharedmemCarveoutMaxShared)),
+          "fused attention's shared memory carveout");
+    return true;
+  }();
+  (void)asked;
+}
+
 template <int Dtype>
 bool launchFusedAttention(Device &d, const void *q, const void *k,
                           const void *v, void *out, int64_t outer,
@@ -1408,8 +1423,13 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   dim3 grid(unsigned(outer * inner), unsigned((s + kTile - 1) / kTile));
   if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
     // 46,080 bytes of shared memory: within what a block gets unasked.
-    auto kernel = twoAttentionTerms() ? mmaAttentionKernel<2>
-                                      : mmaAttentionKernel<kSplitTerms>;
+    bool twoTerms = twoAttentionTerms();
+    auto kernel =
+        twoTerms ? mmaAttentionKernel<2> : mmaAttentionKernel<kSplitTerms>;
+    if (twoTerms)
+      preferSharedMemory<2>();
+    else
+      preferSharedMemory<kSplitTerms>();
     kernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
         static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
         static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,

@@ -31,6 +31,7 @@
 #include "loomrt.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -447,6 +448,13 @@ inline void loadMatrices(uint32_t r[4], const uint16_t *row, bool trans) {
   });
 }
 
+/// PTX `ex2.approx.ftz.f32`: here the host's exp2f, its results below
+/// 2^-126 flushed to zero as the GPU's are.
+inline float ex2ApproxFtz(float x) {
+  float y = exp2f(x);
+  return y < FLT_MIN ? 0.0f : y;
+}
+
 } // namespace cuda_on_cpu
 
 using cuda_on_cpu::blockDim;
@@ -461,6 +469,15 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 // The hardware's approximate exp and division, here the host's exact ones.
 inline float __expf(float x) { return expf(x); }
 inline float __fdividef(float a, float b) { return a / b; }
+
+inline bool __any_sync(unsigned, int predicate) {
+  bool any = false;
+  cuda_on_cpu::exchangeInWarp(predicate != 0, [&](auto lane) {
+    for (int other = 0; other < 32; ++other)
+      any = any || lane(other);
+  });
+  return any;
+}
 
 // Every wide access must be aligned, as on a GPU: runtime/cuda/Packs.cuh's
 // 16-byte ones and the generated kernels' packs (lib/Target/EmitProgram.cpp).

@@ -54,7 +54,11 @@ inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 //--- Devices ----------------------------------------------------------------
 
 enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9
+};
+enum cudaSharedCarveout { cudaSharedmemCarveoutMaxShared = 100 };
 /// One GPU, as the machines that lend one have, or
 /// LOOM_CUDA_ON_CPU_GPUS=N (a rank per process needs a GPU each).
 inline cudaError_t cudaGetDeviceCount(int *count) {
