@@ -572,9 +572,13 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
   // stepping by `step`) computing the group's value at each.
   auto accumulateOutput = [&](const char *index, ArrayRef<std::string> inNames,
                               StringRef first, StringRef step) {
-    globalsOs << "    " << index << " rest = o;\n";
-    emitUnravel(globalsOs, "    ", index, "rest", space,
-                [&](int d) { return !reduced(d); });
+    // With every dimension reduced (a scalar result) there is nothing to
+    // unravel, and an unread `rest` would draw nvcc's warning.
+    if (dims.size() < space.size()) {
+      globalsOs << "    " << index << " rest = o;\n";
+      emitUnravel(globalsOs, "    ", index, "rest", space,
+                  [&](int d) { return !reduced(d); });
+    }
     globalsOs << "    " << accType << " acc = " << init << ";\n"
               << "    for (" << index << " r = " << first << "; r < "
               << reducedCount << "; " << step << ") {\n"
@@ -1661,7 +1665,10 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
   os << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n"
      << "// Every op rounds its result once to its type (docs/language.md "
         "11.2).\n";
-  const char *fn = cuda ? "static __device__ __forceinline__" : "static inline";
+  // A program uses some of these helpers only; nvcc warns about an unused
+  // static function, where C++ compilers do not for an inline one.
+  const char *fn = cuda ? "[[maybe_unused]] static __device__ __forceinline__"
+                        : "static inline";
   os << fn << " float loom_round_bf16(float x) {\n"
      << "  return loomrt_bf16_to_f32(loomrt_f32_to_bf16(x));\n}\n"
      << fn << " float loom_round_f16(float x) {\n"
