@@ -29,7 +29,15 @@ namespace loomrt::rows {
 /// The maximum as the language defines it: a NaN wins (fmaxf would drop
 /// it), as on the CPU.
 __device__ __forceinline__ float maxKeepingNaN(float acc, float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // One instruction where the comparisons below take three or four (a
+  // cross-entropy's statistics take one an element).
+  float m;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(m) : "f"(acc), "f"(v));
+  return m;
+#else
   return v > acc || isnan(v) ? v : acc;
+#endif
 }
 
 /// Block-wide sum or max of one value per thread (blockDim.x a power of 2,
