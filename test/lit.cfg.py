@@ -45,6 +45,13 @@ nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/u
 if nvcc and shutil.which("g++-12"):
     config.available_features.add("nvcc")
     config.substitutions.append(("%nvcc", nvcc))
+# nvdisasm (scripts/setup installs NVIDIA's wheel of it): bench/gpu/sass
+# counts the kernels' SASS instructions with it.
+import glob
+if nvcc and (shutil.which("nvdisasm") or glob.glob(os.path.join(
+        config.loom_src_root, ".venv", "lib", "python3*", "site-packages",
+        "nvidia", "cu*", "bin", "nvdisasm"))):
+    config.available_features.add("nvdisasm")
 # A GPU that runs CUDA: tests marked `REQUIRES: cuda` run generated CUDA.
 import subprocess
 try:
