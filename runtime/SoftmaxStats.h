@@ -38,10 +38,10 @@ LOOMRT_INLINE void raiseMax(SoftmaxStats &s, float m) {
 
 /// exp(x) for x <= 0, a term of a sum of exps that is at least 1 (the
 /// maximum's own term): on a GPU the special function unit's 2^(x log2 e)
-/// (ex2.approx.ftz: two instructions where expf takes about ten), within
-/// 2 + 1.16 |x| ulps (CUDA's bound for __expf, the same computation), so
-/// within about 3 ulps of the sum, whose terms near x = 0 dominate; a term
-/// below 2^-126 of it is flushed to zero. Elsewhere expf.
+/// (ex2.approx.ftz: two instructions where expf takes about ten). Its error
+/// is a few ulps plus up to about |x| (the rounding of x log2 e), so a few
+/// ulps of the sum, whose terms near x = 0 dominate; a term below 2^-126
+/// of the sum is flushed to zero. Elsewhere expf.
 LOOMRT_INLINE float statsExp(float x) {
 #ifdef __CUDA_ARCH__
   float y;

@@ -560,9 +560,9 @@ inline float log2Scale(double scale) {
 // Three blocks per SM (twelve warps, three for each scheduler to hide the
 // products' latency; shared memory holds three): ptxas fits the kernel in
 // 168 registers without spilling (it took 212 when allowed; the two-term
-// experiment spills 4 bytes). `Terms`
-// of P's split multiply V: 3, exact (the language's rule); 2 only as the
-// experiment LOOMRT_ATTENTION_TERMS=2 (P to about 16 bits; docs/running.md).
+// experiment spills 4 bytes). `Terms` of P's split multiply V: 3, exact
+// (the language's rule); 2 only as the experiment LOOMRT_ATTENTION_TERMS=2
+// (P to about 16 bits; docs/running.md).
 template <int Terms = kSplitTerms>
 __global__ void __launch_bounds__(kAttentionThreads, 3)
     mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
