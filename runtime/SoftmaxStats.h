@@ -14,6 +14,7 @@
 #define LOOMRT_SOFTMAXSTATS_H
 
 #include "loomrt.h"
+#include "runtime/Exp2.h"
 
 #include <math.h>
 
@@ -36,17 +37,14 @@ LOOMRT_INLINE void raiseMax(SoftmaxStats &s, float m) {
   }
 }
 
-/// exp(x) for x <= 0, a term of a sum of exps that is at least 1 (the
-/// maximum's own term): on a GPU the special function unit's 2^(x log2 e)
-/// (ex2.approx.ftz: two instructions where expf takes about ten). Its error
-/// is a few ulps plus up to about |x| (the rounding of x log2 e), so a few
-/// ulps of the sum, whose terms near x = 0 dominate; a term below 2^-126
-/// of the sum is flushed to zero. Elsewhere expf.
+/// exp(x) for x <= 0, a term of a sum of exps: on a GPU 2^(x log2 e) by
+/// loomrt_exp2_flushed (two instructions). Its error is a few ulps plus up
+/// to about |x| (the rounding of x log2 e), so a few ulps of the sum, whose
+/// terms near x = 0 dominate. Elsewhere expf, as the CPU backend computes
+/// it (the emulation runs the CPU's form).
 LOOMRT_INLINE float statsExp(float x) {
 #ifdef __CUDA_ARCH__
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-  return y;
+  return loomrt_exp2_flushed(x * 1.4426950408889634f);
 #else
   return expf(x);
 #endif

@@ -59,8 +59,7 @@ LOOMRT_INLINE uint32_t loomrt_f32x2_to_bf16x2(float a, float b) {
 /// terms, a's in the low half. The same terms for every |x| below bf16's
 /// largest finite value (attention's probabilities are at most 1). On a GPU
 /// each term of both values is one conversion, two widenings (shifts) and
-/// two subtractions, where loomrt_f32_to_bf16's software rounding takes
-/// about ten instructions a value.
+/// two subtractions, where two loomrt_f32_to_bf16 take two conversions.
 LOOMRT_INLINE void loomrt_split_bf16x3_pair(float a, float b,
                                             uint32_t words[3]) {
   for (int term = 0; term < 3; ++term) {

@@ -1,4 +1,5 @@
 # -*- Python -*-
+import glob
 import os
 import shutil
 
@@ -47,7 +48,6 @@ if nvcc and shutil.which("g++-12"):
     config.substitutions.append(("%nvcc", nvcc))
 # nvdisasm (scripts/setup installs NVIDIA's wheel of it): bench/gpu/sass
 # counts the kernels' SASS instructions with it.
-import glob
 if nvcc and (shutil.which("nvdisasm") or glob.glob(os.path.join(
         config.loom_src_root, ".venv", "lib", "python3*", "site-packages",
         "nvidia", "cu*", "bin", "nvdisasm"))):

@@ -14,6 +14,7 @@
 #define LOOM_RUNTIME_CUDA_FUSEDATTENTION_CUH
 
 #include "loomrt.h"
+#include "runtime/Exp2.h"
 #include "runtime/SplitBf16.h"
 #include "runtime/cuda/Mma.cuh"
 #include "runtime/cuda/Packs.cuh"
@@ -535,21 +536,6 @@ __device__ __forceinline__ uint32_t pairOf(uint16_t low, uint16_t high) {
   return low | uint32_t(high) << 16;
 }
 
-/// 2^x by the SFU's `ex2.approx.ftz`. exp2f is the same instruction plus a
-/// rescaling for results below 2^-126 (a compare and two multiplies more a
-/// probability); a probability that small is below 2^-126 of its row's sum
-/// of exp (at least 1: the maximum's own term), so flushing it to zero
-/// moves no result beyond the order of additions' rounding.
-__device__ __forceinline__ float exp2Flushed(float x) {
-#ifdef __CUDACC__
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-#else
-  return cuda_on_cpu::ex2ApproxFtz(x);
-#endif
-}
-
 /// mmaAttentionKernel's scale: the scores' scale times log2(e), so that
 /// exp(x * scale - max) is exp2 of the scores so scaled, one instruction
 /// (ex2) where expf takes about nine.
@@ -660,14 +646,14 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
       float newMax = fmaxf(rowMax[h], tileMax[h]);
       // Nothing visible yet: nothing to rescale. (Only a padding row, whose
       // values are never stored, stays so past its first tile of keys.)
-      factor[h] = newMax == -INFINITY ? 1.0f : exp2Flushed(rowMax[h] - newMax);
+      factor[h] = newMax == -INFINITY ? 1.0f : loomrt_exp2_flushed(rowMax[h] - newMax);
       rowMax[h] = newMax;
     }
     float partial[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < kTile / 8; ++n)
       for (int i = 0; i < 4; ++i) {
-        score[n][i] = exp2Flushed(score[n][i] - rowMax[i / 2]);
+        score[n][i] = loomrt_exp2_flushed(score[n][i] - rowMax[i / 2]);
         partial[i / 2] += score[n][i];
       }
     for (int h = 0; h < 2; ++h) {

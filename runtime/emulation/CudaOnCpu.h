@@ -31,7 +31,6 @@
 #include "loomrt.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -446,13 +445,6 @@ inline void loadMatrices(uint32_t r[4], const uint16_t *row, bool trans) {
       r[matrix] = low | uint32_t(high) << 16;
     }
   });
-}
-
-/// PTX `ex2.approx.ftz.f32`: here the host's exp2f, its results below
-/// 2^-126 flushed to zero as the GPU's are.
-inline float ex2ApproxFtz(float x) {
-  float y = exp2f(x);
-  return y < FLT_MIN ? 0.0f : y;
 }
 
 } // namespace cuda_on_cpu
