@@ -591,8 +591,12 @@ const char *kUsage =
     "attention\n"
     "                           on its WMMA kernel instead of the mma.sync one "
     "(mma)\n"
-    "  LOOMRT_ATTENTION_TERMS=2 CUDA, an experiment: the mma.sync attention "
-    "multiplies V\n"
+    "  LOOMRT_ATTENTION=wgmma   CUDA, an experiment: bf16's fused attention "
+    "on Hopper's\n"
+    "                           warpgroup products (wgmma; sm_90a, 64-wide "
+    "heads)\n"
+    "  LOOMRT_ATTENTION_TERMS=2 CUDA, an experiment: the mma.sync or wgmma "
+    "attention multiplies V\n"
     "                           by two of P's three exact bf16 terms, P to "
     "about 16 bits\n"
     "                           (against docs/language.md 11.2; default 3)\n"
@@ -740,8 +744,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   const char *attention = getenv("LOOMRT_ATTENTION");
   if (attention && *attention && strcmp(attention, "mma") != 0 &&
-      strcmp(attention, "wmma") != 0) {
-    error = std::string("LOOMRT_ATTENTION must be mma or wmma, not '") +
+      strcmp(attention, "wmma") != 0 && strcmp(attention, "wgmma") != 0) {
+    error = std::string("LOOMRT_ATTENTION must be mma, wmma or wgmma, not '") +
             attention + "'";
     return false;
   }

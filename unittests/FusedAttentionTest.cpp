@@ -81,6 +81,8 @@ struct Case {
   double relative = 1.0 / 65536;
   /// bf16 on the WMMA kernel instead of the mma.sync one.
   bool wmma = false;
+  /// bf16 on the wgmma kernel (64-wide heads in packs only).
+  bool wgmma = false;
 };
 
 /// The outputs further than 1 ulp from the exact result rounded once, and
@@ -133,10 +135,21 @@ Outcome runCase(const Case &c, bool &packs) {
   cuda_on_cpu::Dim3 grid{unsigned(c.outer * c.inner),
                          unsigned((c.s + kTile - 1) / kTile), 1};
   bool mma = c.dtype == LOOMRT_BF16 && !c.wmma;
+  if (c.wgmma && !packs) {
+    ADD_FAILURE() << "the wgmma kernel takes 64-wide heads in packs only";
+    return {};
+  }
   cuda_on_cpu::launch(
-      grid, kAttentionThreads, mma ? kMmaSharedBytes : kAttentionSharedBytes,
+      grid, kAttentionThreads,
+      c.wgmma ? kWgmmaSharedBytes
+      : mma   ? kMmaSharedBytes
+              : kAttentionSharedBytes,
       [&] {
-        if (mma)
+        if (c.wgmma)
+          wgmmaAttentionKernel(qData.data(), kData.data(), vData.data(),
+                               outData.data(), c.inner, c.s, c.t, int(c.e),
+                               int(c.f), at, c.causal, log2Scale(scale));
+        else if (mma)
           mmaAttentionKernel(qData.data(), kData.data(), vData.data(),
                              outData.data(), c.inner, c.s, c.t, int(c.e),
                              int(c.f), at, c.causal, log2Scale(scale), packs);
@@ -378,6 +391,21 @@ TEST(FusedAttentionTest, Bf16OnTheWmmaKernel) {
   packed.wmma = padded.wmma = true;
   expectAccepted(packed, true);
   expectAccepted(padded, false);
+}
+
+TEST(FusedAttentionTest, Bf16OnTheWgmmaKernel) {
+  // LOOMRT_ATTENTION=wgmma: causal with a padded query tile; causal over
+  // whole tiles (the unmasked path); keys ending inside a tile (the fetch's
+  // row tests, zero rows in the core matrices); dense operands over three
+  // tiles of keys, not causal.
+  Case cases[] = {{LOOMRT_BF16, 1, 2, 80, 80, 64, 64, true, true},
+                  {LOOMRT_BF16, 1, 2, 192, 192, 64, 64, true, true},
+                  {LOOMRT_BF16, 1, 1, 64, 120, 64, 64, false, false},
+                  {LOOMRT_BF16, 2, 1, 64, 130, 64, 64, false, false}};
+  for (Case &c : cases) {
+    c.wgmma = true;
+    expectAccepted(c, true);
+  }
 }
 
 TEST(FusedAttentionTest, F16CausalOnTheCudaCores) {

@@ -5,7 +5,7 @@
 // The fused attention kernels of runtime/cuda/Kernels.cu, in a header of
 // their own so that unittests/FusedAttentionTest.cpp can also compile them
 // for the host over an emulation of the CUDA features they use (threads,
-// barriers, warp shuffles, WMMA tiles, mma.sync and ldmatrix) and check
+// barriers, warp shuffles, WMMA tiles, mma.sync, ldmatrix and wgmma) and check
 // them without a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -44,10 +44,12 @@ namespace loomrt::attention {
 // exact and summed in f32; f16's range cannot hold such a split, so f16
 // multiplies in f32 on the CUDA cores. The result is rounded once. Head
 // dimensions up to 64; on by default since an H200 run checked them
-// (2026-11-30), off with LOOMRT_FAST_KERNELS=0. Two kernels: fusedAttentionKernel (WMMA; the products and
-// the softmax go through shared memory) for f16, and for bf16 when
-// LOOMRT_ATTENTION=wmma; mmaAttentionKernel (mma.sync; everything but the
-// keys and values in registers) for bf16.
+// (2026-11-30), off with LOOMRT_FAST_KERNELS=0. Three kernels:
+// fusedAttentionKernel (WMMA; the products and the softmax go through
+// shared memory) for f16, and for bf16 when LOOMRT_ATTENTION=wmma;
+// mmaAttentionKernel (mma.sync; everything but the keys and values in
+// registers) for bf16; and wgmmaAttentionKernel (Hopper's warpgroup
+// products, the same arrangement) for bf16 when LOOMRT_ATTENTION=wgmma.
 
 constexpr int kTile = 64;      // queries per block and keys per step
 constexpr int kHead = 64;      // the largest head dimension (e and f)
@@ -102,8 +104,14 @@ struct PackWalk {
 
   __device__ void begin(const uint16_t *matrix, int64_t rows,
                         int64_t rowStride) {
-    const int r = int(threadIdx.x) / kPacksPerRow;
-    next = matrix + r * rowStride + (threadIdx.x % kPacksPerRow) * 8;
+    begin(matrix, rows, rowStride, int(threadIdx.x) / kPacksPerRow,
+          int(threadIdx.x) % kPacksPerRow);
+  }
+
+  /// The walk down rows r + 16 n at columns 8 c .. 8 c + 7.
+  __device__ void begin(const uint16_t *matrix, int64_t rows,
+                        int64_t rowStride, int r, int c) {
+    next = matrix + r * rowStride + c * 8;
     packStride = rowStride * (kAttentionThreads / kPacksPerRow);
     rowsLeft = rows - r;
   }
@@ -132,6 +140,23 @@ __device__ void fetchTilePacks(TilePacks &held, const uint16_t *matrix,
   PackWalk walk;
   walk.begin(matrix + first * rowStride, rows - first, rowStride);
   walk.fetch(held);
+}
+
+/// The walk whose packs, stored in the fetch's order (thread t's pack n at
+/// 16 (t + 128 n) bytes), make a tile of wgmma's core matrices
+/// (wgmmaAttentionKernel): pack i = t + 128 n is row i % 8 + 8 (i / 64),
+/// columns 8 ((i / 8) % 8) .. + 7, so thread t walks rows t % 8 + 8 (t /
+/// 64) + 16 n at columns 8 ((t / 8) % 8). A warp reads 8 rows' 64
+/// contiguous bytes each: whole 32-byte sectors.
+__device__ void beginCoreMatrixWalk(PackWalk &walk, const uint16_t *matrix,
+                                    int64_t rows, int64_t rowStride) {
+  const int t = int(threadIdx.x);
+  walk.begin(matrix, rows, rowStride, t % 8 + 8 * (t / 64), t / 8 % 8);
+}
+
+__device__ void storeCoreMatrixPacks(uint16_t *tile, const TilePacks &held) {
+  for (int n = 0; n < kPacksPerThread; ++n)
+    store16(tile + 8 * (threadIdx.x + n * kAttentionThreads), held.pack[n]);
 }
 
 /// Stores the packs into a tile whose rows are `tileStride` elements apart
@@ -205,15 +230,22 @@ __device__ AttentionBlock attentionBlock(const uint16_t *q, const uint16_t *k,
 /// `put` stores the rows fetched (without packs: loads them) and fetches
 /// the following ones, and `next` is `put` between two barriers, for one
 /// pair of shared tiles.
-struct KeyValueTiles {
+/// CoreMatrices: the tiles are wgmma's core matrices (packs only;
+/// `tileStride` unused).
+template <bool CoreMatrices = false> struct KeyValueTiles {
   TilePacks keys, values;
   PackWalk keyWalk, valueWalk;
 
   __device__ void start(const AttentionBlock &block, int64_t t,
                         const AttentionStrides &at, bool packs) {
     if (packs && block.lastKey > 0) {
-      keyWalk.begin(block.k, t, at.row[1]);
-      valueWalk.begin(block.v, t, at.row[2]);
+      if (CoreMatrices) {
+        beginCoreMatrixWalk(keyWalk, block.k, t, at.row[1]);
+        beginCoreMatrixWalk(valueWalk, block.v, t, at.row[2]);
+      } else {
+        keyWalk.begin(block.k, t, at.row[1]);
+        valueWalk.begin(block.v, t, at.row[2]);
+      }
       keyWalk.fetch(keys);
       valueWalk.fetch(values);
     }
@@ -224,8 +256,13 @@ struct KeyValueTiles {
                       const AttentionBlock &block, int64_t t, int e, int f,
                       const AttentionStrides &at, bool packs, int tileStride) {
     if (packs) {
-      storeTilePacks(keyTile, keys, tileStride);
-      storeTilePacks(valueTile, values, tileStride);
+      if (CoreMatrices) {
+        storeCoreMatrixPacks(keyTile, keys);
+        storeCoreMatrixPacks(valueTile, values);
+      } else {
+        storeTilePacks(keyTile, keys, tileStride);
+        storeTilePacks(valueTile, values, tileStride);
+      }
       if (k0 + kTile < block.lastKey) {
         keyWalk.fetch(keys);
         valueWalk.fetch(values);
@@ -354,7 +391,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     for (int c = 0; c < 8; ++c)
       acc[i][c] = 0.0f;
 
-  KeyValueTiles tiles;
+  KeyValueTiles<> tiles;
   tiles.start(block, t, at, packs);
   for (int64_t k0 = 0; k0 < block.lastKey; k0 += kTile) {
     tiles.next(keys, values, k0, block, t, e, f, at, packs, kHead);
@@ -543,80 +580,28 @@ inline float log2Scale(double scale) {
   return float(scale * 1.4426950408889634);
 }
 
-// Three blocks per SM (twelve warps, three for each scheduler to hide the
-// products' latency; shared memory holds three): ptxas fits the kernel in
-// 168 registers without spilling (it took 212 when allowed; the two-term
-// experiment spills 4 bytes). `Terms` of P's split multiply V: 3, exact
-// (the language's rule); 2 only as the experiment LOOMRT_ATTENTION_TERMS=2
-// (P to about 16 bits; docs/running.md).
-template <int Terms = kSplitTerms>
-__global__ void __launch_bounds__(kAttentionThreads, 3)
-    mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                       uint16_t *out, int64_t inner, int64_t s, int64_t t,
-                       int e, int f, AttentionStrides at, int causal,
-                       float scaleLog2, bool packs) {
-  LOOMRT_DYNAMIC_SHARED(attentionShared);
-  uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
-  const AttentionBlock block =
-      attentionBlock(q, k, v, out, inner, t, at, causal);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // This lane's rows of the block: row[h] = 16 * warp + group + 8 * h.
-  const int group = lane / 4, quad = lane % 4;
-  const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
-  const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
-
-  // The first keys and values are fetched (into registers) while the
-  // queries load, and stored with them, in pair 0.
-  KeyValueTiles tiles;
-  tiles.start(block, t, at, packs);
-  loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
-                    kMmaStride);
-  if (block.lastKey > 0)
-    tiles.put(queries + kMmaTileElements, queries + 2 * kMmaTileElements, 0,
-              block, t, e, f, at, packs, kMmaStride);
-  __syncthreads();
-  // The warp's queries as left operands, one per 16 columns of e.
-  uint32_t queryRows[kHead / 16][4];
-#pragma unroll
-  for (int step = 0; step < kHead / 16; ++step)
-    for (int i = 0; i < 4; ++i)
-      queryRows[step][i] = sharedWord(queries + row[i % 2] * kMmaStride +
-                                      step * 16 + 8 * (i / 2) + 2 * quad);
-
-  // Outputs (f columns in blocks of 8), and per row the running maximum
-  // and sum of exp; the lanes of a quad hold the same statistics.
-  float output[kHead / 8][4] = {};
+/// A warp's online softmax (FlashAttention-2's) over its 16 rows of
+/// queries, row[h] = 16 * warp + group + 8 * h, in the layout of mmaBf16's
+/// (and wgmmaBf16's) results: score[n][i] is the score of key k0 + 8 n + 2
+/// quad + i % 2 for row[i / 2], output[c][i] the output at column 8 c + 2
+/// quad + i % 2 of row[i / 2].
+struct WarpSoftmax {
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
 
-  for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
-    const uint16_t *keys = queries + (1 + 2 * pair) * kMmaTileElements;
-    const uint16_t *values = keys + kMmaTileElements;
-    // Scores of keys k0 + 8n + 2 * quad + (i % 2) for row[i / 2].
-    float score[kTile / 8][4] = {};
-    // All 64 columns of e, also beyond a narrower head: the tiles hold
-    // zeros there, whose products add nothing, and a loop without exits
-    // lets the compiler interleave the products.
-#pragma unroll
-    for (int step = 0; step < kHead / 16; ++step) {
-#pragma unroll
-      for (int n = 0; n < kTile / 8; n += 2) {
-        // Two blocks of 8 keys per ldmatrix: matrix j = lane / 8 is keys
-        // 8 (n + j / 2) .. + 7 at columns 16 * step + 8 * (j % 2) .. + 7.
-        uint32_t right[4];
-        loadMatrices(right,
-                     keys + ((n + lane / 16) * 8 + lane % 8) * kMmaStride +
-                         step * 16 + 8 * (lane / 8 % 2),
-                     false);
-        mmaBf16(score[n], queryRows[step], right);
-        mmaBf16(score[n + 1], queryRows[step], right + 2);
-      }
-    }
-    // Online softmax in f32, in base 2 (log2Scale). The scaled score is
-    // rounded before the subtraction (never fused into one FMA): the row's
-    // maximum itself must give exp2(0) = 1. A masked score (a key beyond t
-    // or, causal, after the query; or a padding row) becomes -inf, so it
-    // adds nothing; only tiles on the diagonal or at an end have any, so
-    // the others skip the test (most of a long causal sequence's tiles).
+  /// Makes the tile's scores its probabilities (unnormalised, base 2:
+  /// log2Scale), adds them to the rows' sums and rescales the outputs to
+  /// the rows' new maxima.
+  __device__ void tile(float (&score)[kTile / 8][4],
+                       float (&output)[kHead / 8][4], int64_t k0,
+                       const int64_t query[2], const AttentionBlock &block,
+                       int64_t s, int64_t t, int causal, float scaleLog2,
+                       int quad) {
+    // The scaled score is rounded before the subtraction (never fused into
+    // one FMA): the row's maximum itself must give exp2(0) = 1. A masked
+    // score (a key beyond t or, causal, after the query; or a padding row)
+    // becomes -inf, so it adds nothing; only tiles on the diagonal or at an
+    // end have any, so the others skip the test (most of a long causal
+    // sequence's tiles).
     const bool wholeTile = k0 + kTile <= t && block.q0 + kTile <= s &&
                            (!causal || k0 + kTile - 1 <= block.q0);
 #pragma unroll
@@ -646,7 +631,8 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
       float newMax = fmaxf(rowMax[h], tileMax[h]);
       // Nothing visible yet: nothing to rescale. (Only a padding row, whose
       // values are never stored, stays so past its first tile of keys.)
-      factor[h] = newMax == -INFINITY ? 1.0f : loomrt_exp2_flushed(rowMax[h] - newMax);
+      factor[h] = newMax == -INFINITY ? 1.0f
+                                      : loomrt_exp2_flushed(rowMax[h] - newMax);
       rowMax[h] = newMax;
     }
     float partial[2] = {0.0f, 0.0f};
@@ -669,23 +655,132 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
         for (int i = 0; i < 4; ++i)
           output[c][i] *= factor[i / 2];
     }
+  }
+
+  /// The outputs divided by the rows' sums, rounded once, into `block.out`
+  /// (rows `rowStride` apart, `f` columns; packs: all 64, 4-byte aligned).
+  __device__ void store(const float (&output)[kHead / 8][4],
+                        const int64_t query[2], const AttentionBlock &block,
+                        int64_t s, int f, int64_t rowStride, bool packs,
+                        int quad) const {
+    for (int h = 0; h < 2; ++h) {
+      if (query[h] >= s)
+        continue;
+      uint16_t *outRow = block.out + query[h] * rowStride;
+      for (int c = 0; c < kHead / 8; ++c) {
+        int col = c * 8 + 2 * quad;
+        uint16_t y[2] = {loomrt_f32_to_bf16(output[c][2 * h] / rowSum[h]),
+                         loomrt_f32_to_bf16(output[c][2 * h + 1] / rowSum[h])};
+        if (packs) {
+          *reinterpret_cast<uint32_t *>(outRow + col) = pairOf(y[0], y[1]);
+          continue;
+        }
+        for (int j = 0; j < 2; ++j)
+          if (col + j < f)
+            outRow[col + j] = y[j];
+      }
+    }
+  }
+};
+
+/// P's left operand words for keys 16 step .. 16 step + 15 (score blocks 2
+/// step and 2 step + 1) in mmaBf16's layout of A, each probability split
+/// exactly into three bf16 terms, whose products with V are exact: word i
+/// is row group + 8 (i % 2), keys of score block 2 step + i / 2.
+__device__ __forceinline__ void
+splitProbabilities(const float (&score)[kTile / 8][4], int step,
+                   uint32_t (&terms)[kSplitTerms][4]) {
+  for (int i = 0; i < 4; ++i) {
+    const float *pair = &score[2 * step + i / 2][2 * (i % 2)];
+    uint32_t words[kSplitTerms];
+    loomrt_split_bf16x3_pair(pair[0], pair[1], words);
+    for (int term = 0; term < kSplitTerms; ++term)
+      terms[term][i] = words[term];
+  }
+}
+
+/// The warp's queries as left operands, one per 16 columns of e, from the
+/// queries' tile (rows kMmaStride apart).
+__device__ __forceinline__ void
+loadQueryOperands(uint32_t (&queryRows)[kHead / 16][4], const uint16_t *queries,
+                  const int row[2], int quad) {
+#pragma unroll
+  for (int step = 0; step < kHead / 16; ++step)
+    for (int i = 0; i < 4; ++i)
+      queryRows[step][i] = sharedWord(queries + row[i % 2] * kMmaStride +
+                                      step * 16 + 8 * (i / 2) + 2 * quad);
+}
+
+// Three blocks per SM (twelve warps, three for each scheduler to hide the
+// products' latency; shared memory holds three): ptxas fits the kernel in
+// 168 registers without spilling (it took 212 when allowed; the two-term
+// experiment spills 4 bytes). `Terms` of P's split multiply V: 3, exact
+// (the language's rule); 2 only as the experiment LOOMRT_ATTENTION_TERMS=2
+// (P to about 16 bits; docs/running.md).
+template <int Terms = kSplitTerms>
+__global__ void __launch_bounds__(kAttentionThreads, 3)
+    mmaAttentionKernel(const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                       uint16_t *out, int64_t inner, int64_t s, int64_t t,
+                       int e, int f, AttentionStrides at, int causal,
+                       float scaleLog2, bool packs) {
+  static_assert(Terms >= 1 && Terms <= kSplitTerms, "a split's terms");
+  LOOMRT_DYNAMIC_SHARED(attentionShared);
+  uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
+  const AttentionBlock block =
+      attentionBlock(q, k, v, out, inner, t, at, causal);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // This lane's rows of the block: row[h] = 16 * warp + group + 8 * h.
+  const int group = lane / 4, quad = lane % 4;
+  const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
+  const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
+
+  // The first keys and values are fetched (into registers) while the
+  // queries load, and stored with them, in pair 0.
+  KeyValueTiles<> tiles;
+  tiles.start(block, t, at, packs);
+  loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
+                    kMmaStride);
+  if (block.lastKey > 0)
+    tiles.put(queries + kMmaTileElements, queries + 2 * kMmaTileElements, 0,
+              block, t, e, f, at, packs, kMmaStride);
+  __syncthreads();
+  uint32_t queryRows[kHead / 16][4];
+  loadQueryOperands(queryRows, queries, row, quad);
+
+  // Outputs (f columns in blocks of 8); the lanes of a quad hold the same
+  // statistics.
+  float output[kHead / 8][4] = {};
+  WarpSoftmax softmax;
+
+  for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
+    const uint16_t *keys = queries + (1 + 2 * pair) * kMmaTileElements;
+    const uint16_t *values = keys + kMmaTileElements;
+    // Scores of keys k0 + 8n + 2 * quad + (i % 2) for row[i / 2].
+    float score[kTile / 8][4] = {};
+    // All 64 columns of e, also beyond a narrower head: the tiles hold
+    // zeros there, whose products add nothing, and a loop without exits
+    // lets the compiler interleave the products.
+#pragma unroll
+    for (int step = 0; step < kHead / 16; ++step) {
+#pragma unroll
+      for (int n = 0; n < kTile / 8; n += 2) {
+        // Two blocks of 8 keys per ldmatrix: matrix j = lane / 8 is keys
+        // 8 (n + j / 2) .. + 7 at columns 16 * step + 8 * (j % 2) .. + 7.
+        uint32_t right[4];
+        loadMatrices(right,
+                     keys + ((n + lane / 16) * 8 + lane % 8) * kMmaStride +
+                         step * 16 + 8 * (lane / 8 % 2),
+                     false);
+        mmaBf16(score[n], queryRows[step], right);
+        mmaBf16(score[n + 1], queryRows[step], right + 2);
+      }
+    }
+    softmax.tile(score, output, k0, query, block, s, t, causal, scaleLog2,
+                 quad);
 #pragma unroll
     for (int step = 0; step < kTile / 16; ++step) {
-      // P V: P's 16 keys of a step are score blocks 2 * step and
-      // 2 * step + 1, each probability split exactly into three bf16
-      // terms, whose products with V are exact; all three (Terms) per
-      // block of V, summed in f32.
-      static_assert(Terms >= 1 && Terms <= kSplitTerms, "a split's terms");
       uint32_t terms[kSplitTerms][4];
-      for (int i = 0; i < 4; ++i) {
-        // Left operand word i: row group + 8 * (i % 2), keys of score
-        // block 2 * step + i / 2.
-        const float *pair = &score[2 * step + i / 2][2 * (i % 2)];
-        uint32_t words[kSplitTerms];
-        loomrt_split_bf16x3_pair(pair[0], pair[1], words);
-        for (int term = 0; term < kSplitTerms; ++term)
-          terms[term][i] = words[term];
-      }
+      splitProbabilities(score, step, terms);
       // Two blocks of 8 columns of V per transposing ldmatrix: matrix
       // j = lane / 8 is keys 16 * step + 8 * (j % 2) .. + 7 at columns
       // 8 (c + j / 2) .. + 7; blocks beyond f read the tile's zeros (their
@@ -716,23 +811,117 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
                 block, t, e, f, at, packs, kMmaStride);
     __syncthreads();
   }
-  for (int h = 0; h < 2; ++h) {
-    if (query[h] >= s)
-      continue;
-    uint16_t *outRow = block.out + query[h] * at.row[3];
-    for (int c = 0; c < kHead / 8; ++c) {
-      int col = c * 8 + 2 * quad;
-      uint16_t y[2] = {loomrt_f32_to_bf16(output[c][2 * h] / rowSum[h]),
-                       loomrt_f32_to_bf16(output[c][2 * h + 1] / rowSum[h])};
-      if (packs) {
-        *reinterpret_cast<uint32_t *>(outRow + col) = pairOf(y[0], y[1]);
-        continue;
-      }
-      for (int j = 0; j < 2; ++j)
-        if (col + j < f)
-          outRow[col + j] = y[j];
-    }
+  softmax.store(output, query, block, s, f, at.row[3], packs, quad);
+}
+
+// The bf16 kernel on Hopper's warpgroup products (wgmma, sm_90a): the
+// mma.sync kernel's arrangement (each warp's 16 rows of queries, scores,
+// probabilities and outputs in registers, in the same layouts), but the
+// block's four warps multiply as one warpgroup, reading the keys and
+// values straight from shared memory: a tile of keys is 4 products for
+// the scores and 12 for P V where mma.sync took 128 and 32 ldmatrix a warp.
+// The key and value tiles are stored as wgmma's 8 x 8 core matrices
+// (matrixDescriptor, no swizzling): row r, columns 8 c .. 8 c + 7 of a
+// 64-wide tile at bytes 1024 (r / 8) + 128 c + 16 (r % 8), which the
+// fetch's packs fill in order (KeyValueTiles<true>): 16-byte stores of
+// consecutive threads to consecutive addresses, free of bank conflicts.
+// Full-width rows only (packs); the host falls back to mmaAttentionKernel
+// otherwise. An experiment until a GPU has checked it (LOOMRT_ATTENTION=
+// wgmma): its layouts are read from the PTX ISA and CUTLASS, and the
+// emulation implements the same reading.
+constexpr size_t kCoreTileElements = size_t(kTile) * kHead;
+constexpr uint32_t kCoreMatrixBytes = 128;                // 8 rows of 16 bytes
+constexpr uint32_t kCoreRowsBytes = kHead / 8 * kCoreMatrixBytes; // 8 rows
+/// The queries' tile (rows kMmaStride apart) and two pairs of key and value
+/// tiles in core matrices: 41,984 bytes.
+constexpr size_t kWgmmaSharedBytes =
+    (kMmaTileElements + 4 * kCoreTileElements) * sizeof(uint16_t);
+
+template <int Terms = kSplitTerms>
+__global__ void __launch_bounds__(kAttentionThreads, 3)
+    wgmmaAttentionKernel(const uint16_t *q, const uint16_t *k,
+                         const uint16_t *v, uint16_t *out, int64_t inner,
+                         int64_t s, int64_t t, int e, int f, AttentionStrides at,
+                         int causal, float scaleLog2) {
+  static_assert(Terms >= 1 && Terms <= kSplitTerms, "a split's terms");
+#ifdef LOOMRT_HAS_WGMMA
+  LOOMRT_DYNAMIC_SHARED(attentionShared);
+  uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
+  uint16_t *keyValues = queries + kMmaTileElements;
+  const AttentionBlock block =
+      attentionBlock(q, k, v, out, inner, t, at, causal);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;
+  const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
+  const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
+
+  KeyValueTiles<true> tiles;
+  tiles.start(block, t, at, true);
+  loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], true,
+                    kMmaStride);
+  if (block.lastKey > 0)
+    tiles.put(keyValues, keyValues + kCoreTileElements, 0, block, t, e, f, at,
+              true, 0);
+  fenceSharedForWgmma();
+  __syncthreads();
+  uint32_t queryRows[kHead / 16][4];
+  loadQueryOperands(queryRows, queries, row, quad);
+
+  float output[kHead / 8][4] = {};
+  WarpSoftmax softmax;
+  for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
+    const uint16_t *keys = keyValues + 2 * pair * kCoreTileElements;
+    const uint16_t *values = keys + kCoreTileElements;
+    // S = Q K^T: B[k][n] is key n's column k, K-major; the k-th 16 columns
+    // are core matrices 2 k and 2 k + 1 of each 8 keys.
+    float score[kTile / 8][4];
+    wgmmaFence();
+#pragma unroll
+    for (int step = 0; step < kHead / 16; ++step)
+      wgmmaBf16<false>(
+          &score[0][0], queryRows[step],
+          matrixDescriptor(keys + step * 2 * kCoreMatrixBytes / 2,
+                           kCoreMatrixBytes, kCoreRowsBytes),
+          step > 0);
+    wgmmaCommit();
+    wgmmaWaitAll();
+    softmax.tile(score, output, k0, query, block, s, t, causal, scaleLog2,
+                 quad);
+    uint32_t terms[kTile / 16][kSplitTerms][4];
+#pragma unroll
+    for (int step = 0; step < kTile / 16; ++step)
+      splitProbabilities(score, step, terms[step]);
+    // O += P V: B[k][n] is key k's column n, MN-major; the k-th 16 keys
+    // are two rows of core matrices, kCoreRowsBytes apart along K.
+    wgmmaFence();
+#pragma unroll
+    for (int step = 0; step < kTile / 16; ++step)
+#pragma unroll
+      for (int term = 0; term < Terms; ++term)
+        wgmmaBf16<true>(
+            &output[0][0], terms[step][term],
+            matrixDescriptor(values + step * 2 * kCoreRowsBytes / 2,
+                             kCoreRowsBytes, kCoreMatrixBytes),
+            true);
+    wgmmaCommit();
+    wgmmaWaitAll();
+    // The products that read the other pair ended before the last barrier.
+    if (k0 + kTile < block.lastKey)
+      tiles.put(keyValues + (2 - 2 * pair) * kCoreTileElements,
+                keyValues + (3 - 2 * pair) * kCoreTileElements, k0 + kTile,
+                block, t, e, f, at, true, 0);
+    fenceSharedForWgmma();
+    __syncthreads();
   }
+  softmax.store(output, query, block, s, f, at.row[3], true, quad);
+#else
+  // Built for a GPU without wgmma: the host chose this kernel only for a
+  // 9.x device, so the program was built for sm_90, not sm_90a.
+  if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0)
+    printf("loomrt: LOOMRT_ATTENTION=wgmma needs the program built for "
+           "sm_90a (--cuda-arch=sm_90a)\n");
+  __trap();
+#endif
 }
 
 /// Whether the kernel may move full 64-wide rows of q, k, v and out as

@@ -138,6 +138,31 @@ bool wmmaAttention() {
   return wmma;
 }
 
+/// Whether bf16's fused attention runs on Hopper's warpgroup products
+/// (LOOMRT_ATTENTION=wgmma, an experiment until a GPU has checked it); the
+/// device must be a 9.x one, or the run ends here with a message.
+bool wgmmaAttention() {
+  static const bool wgmma = [] {
+    if (!envIs("LOOMRT_ATTENTION", "wgmma"))
+      return false;
+    int device = 0, major = 0, minor = 0;
+    check(cudaGetDevice(&device), "the device");
+    check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                 device),
+          "the device's compute capability");
+    check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                                 device),
+          "the device's compute capability");
+    if (major != 9)
+      failProcess(format("LOOMRT_ATTENTION=wgmma needs a GPU of compute "
+                         "capability 9.x (Hopper: wgmma); this one is %d.%d",
+                         major, minor),
+                  7);
+    return true;
+  }();
+  return wgmma;
+}
+
 int blocksFor(int64_t count, int threads = 256) {
   return int(std::max<int64_t>(
       1, std::min<int64_t>((count + threads - 1) / threads, 65535)));
@@ -1411,9 +1436,10 @@ template <int Dtype> bool fusedAttentionFits() {
 /// they need 138,240 bytes of shared memory, so the SM's split between L1
 /// and shared memory is asked, once per kernel, to favour shared memory
 /// (left to itself the driver may configure too little and run two).
-template <int Terms> void preferSharedMemory() {
+/// So is the wgmma kernel (three blocks need 125,952 bytes).
+template <auto Kernel> void preferSharedMemory() {
   static const bool asked = [] {
-    check(cudaFuncSetAttribute(mmaAttentionKernel<Terms>,
+    check(cudaFuncSetAttribute(Kernel,
                                cudaFuncAttributePreferredSharedMemoryCarveout,
                                int(cudaSharedmemCarveoutMaxShared)),
           "fused attention's shared memory carveout");
@@ -1431,15 +1457,46 @@ bool launchFusedAttention(Device &d, const void *q, const void *k,
   const void *bases[4] = {q, k, v, out};
   bool packs = fusedAttentionPacks(bases, at, e, f);
   dim3 grid(unsigned(outer * inner), unsigned((s + kTile - 1) / kTile));
+  bool twoTerms = twoAttentionTerms();
+  if (Dtype == LOOMRT_BF16 && wgmmaAttention() && !packs) {
+    static bool told = false;
+    if (!told)
+      fprintf(stderr,
+              "loom: note: LOOMRT_ATTENTION=wgmma takes 64-wide heads in "
+              "16-byte aligned rows; attention with heads of %lld and %lld "
+              "runs on the mma.sync kernel\n",
+              (long long)e, (long long)f);
+    told = true;
+  }
+  if (Dtype == LOOMRT_BF16 && packs && wgmmaAttention()) {
+    static bool told = false;
+    if (!told)
+      fprintf(stderr, "loom: note: bf16 attention on Hopper's warpgroup "
+                      "products (LOOMRT_ATTENTION=wgmma, an experiment)\n");
+    told = true;
+    // 41,984 bytes of shared memory: within what a block gets unasked.
+    auto kernel =
+        twoTerms ? wgmmaAttentionKernel<2> : wgmmaAttentionKernel<kSplitTerms>;
+    if (twoTerms)
+      preferSharedMemory<wgmmaAttentionKernel<2>>();
+    else
+      preferSharedMemory<wgmmaAttentionKernel<kSplitTerms>>();
+    kernel<<<grid, kAttentionThreads, kWgmmaSharedBytes, d.stream>>>(
+        static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
+        static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,
+        s, t, int(e), int(f), at, causal, log2Scale(scale));
+    check(cudaGetLastError(), "fused attention");
+    return true;
+  }
   if (Dtype == LOOMRT_BF16 && !wmmaAttention()) {
     // 46,080 bytes of shared memory: within what a block gets unasked.
-    bool twoTerms = twoAttentionTerms();
+    // (Also LOOMRT_ATTENTION=wgmma's kernel for heads it does not take.)
     auto kernel =
         twoTerms ? mmaAttentionKernel<2> : mmaAttentionKernel<kSplitTerms>;
     if (twoTerms)
-      preferSharedMemory<2>();
+      preferSharedMemory<mmaAttentionKernel<2>>();
     else
-      preferSharedMemory<kSplitTerms>();
+      preferSharedMemory<mmaAttentionKernel<kSplitTerms>>();
     kernel<<<grid, kAttentionThreads, kMmaSharedBytes, d.stream>>>(
         static_cast<const uint16_t *>(q), static_cast<const uint16_t *>(k),
         static_cast<const uint16_t *>(v), static_cast<uint16_t *>(out), inner,

@@ -159,6 +159,14 @@ struct BlockRun {
     unsigned char bytes[24];
   };
   std::vector<Slot> exchange;
+  /// Each thread's wgmma products not yet waited for: their accumulators
+  /// keep their old values until wgmmaWaitAll, as on a GPU.
+  struct PendingProduct {
+    float *d;
+    float value[32];
+    bool committed;
+  };
+  std::vector<std::vector<PendingProduct>> pending;
   const std::function<void()> *kernel = nullptr;
   int current = 0;
   bool inFiber = false;
@@ -240,6 +248,7 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
   if (threads % 32)
     r.members.back() = threads % 32;
   r.exchange.assign(size_t(threads), BlockRun::Slot{});
+  r.pending.assign(size_t(threads), {});
   run = &r;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
@@ -283,6 +292,14 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
             abort();
           }
         }
+        for (const auto &products : r.pending)
+          if (!products.empty()) {
+            fprintf(stderr,
+                    "cuda_on_cpu: block (%u, %u): a thread ended with wgmma "
+                    "products it never waited for\n",
+                    x, y);
+            abort();
+          }
       }
   run = outer;
 }
@@ -444,6 +461,138 @@ inline void loadMatrices(uint32_t r[4], const uint16_t *row, bool trans) {
           trans ? element(matrix, b + 1, a) : element(matrix, a, b + 1);
       r[matrix] = low | uint32_t(high) << 16;
     }
+  });
+}
+
+/// The shared-memory address of `p`: its offset in the block's dynamic
+/// shared memory (the kernels that take addresses have no static shared
+/// arrays).
+inline uint32_t sharedAddress(const void *p) {
+  const unsigned char *byte = static_cast<const unsigned char *>(p);
+  if (byte < dynamicShared() ||
+      byte >= dynamicSharedBytes.data() + dynamicSharedBytes.size()) {
+    fprintf(stderr,
+            "cuda_on_cpu: thread %u: a shared-memory address of %p, which is "
+            "not in the block's dynamic shared memory\n",
+            threadIdx.x, p);
+    abort();
+  }
+  return uint32_t(byte - dynamicShared());
+}
+
+// Products run when issued, in order, so the fences have nothing to order.
+inline void wgmmaFence() {}
+inline void fenceSharedForWgmma() {}
+
+/// Commits the thread's products issued since the last commit.
+inline void wgmmaCommit() {
+  for (BlockRun::PendingProduct &product : run->pending[threadIdx.x])
+    product.committed = true;
+}
+
+/// The committed products' accumulators take their values (a product not
+/// committed is not waited for: its accumulator stays as it was).
+inline void wgmmaWaitAll() {
+  std::vector<BlockRun::PendingProduct> &products = run->pending[threadIdx.x];
+  std::vector<BlockRun::PendingProduct> uncommitted;
+  for (BlockRun::PendingProduct &product : products) {
+    if (product.committed)
+      std::memcpy(product.d, product.value, sizeof product.value);
+    else
+      uncommitted.push_back(product);
+  }
+  products.swap(uncommitted);
+}
+
+/// PTX `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16` with A in
+/// registers and B in shared memory, for the calling thread: d = A B (+ d
+/// if `accumulate`) over the warpgroup, where warp w % 4 holds rows 16 (w %
+/// 4) .. + 15, in mmaBf16's layouts per warp (A: a[0..3]; D: columns 8 j ..
+/// 8 j + 7 in d[4 j .. 4 j + 3]). B is read through its descriptor as the
+/// PTX ISA lays out operands without swizzling: 8 x 8 core matrices of 16
+/// bytes a row, B[k][n] at k % 8 * 2 + n % 8 * 16 bytes of core matrix (k /
+/// 8, n / 8) K-major, at n % 8 * 2 + k % 8 * 16 transposed (MN-major); core
+/// matrices are the leading byte offset apart along K and the stride byte
+/// offset apart along N, in both (CUTLASS's make_gmma_desc reads the
+/// interleaved layouts so: cute/atom/mma_traits_sm90_gmma.hpp). Only the
+/// layout without swizzling and base offset 0 is emulated. The result
+/// reaches d at wgmmaWaitAll, after wgmmaCommit; chained products on one
+/// accumulator see the earlier ones' results.
+template <bool TransposeB>
+void wgmmaBf16(float d[32], const uint32_t a[4], uint64_t b, bool accumulate) {
+  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
+    fprintf(stderr,
+            "cuda_on_cpu: wgmma in a block of %u threads, which is "
+            "no whole number of warpgroups (128)\n",
+            blockDim.x * blockDim.y * blockDim.z);
+    abort();
+  }
+  const uint32_t start = uint32_t(b & 0x3fffu) << 4,
+                 leading = uint32_t(b >> 16 & 0x3fffu) << 4,
+                 stride = uint32_t(b >> 32 & 0x3fffu) << 4;
+  if ((b >> 49 & 7u) != 0 || (b >> 62) != 0 || (b >> 14 & 3u) != 0 ||
+      (b >> 30 & 3u) != 0 || (b >> 46 & 7u) != 0 || (b >> 52 & 0x3ffu) != 0) {
+    fprintf(stderr,
+            "cuda_on_cpu: wgmma descriptor 0x%016llx: only the layout "
+            "without swizzling, base offset 0, is emulated\n",
+            static_cast<unsigned long long>(b));
+    abort();
+  }
+  const size_t sharedBytes = size_t(
+      dynamicSharedBytes.data() + dynamicSharedBytes.size() - dynamicShared());
+  auto bAt = [&](int k, int n) {
+    size_t offset =
+        size_t(k / 8) * leading + size_t(n / 8) * stride +
+        (TransposeB ? k % 8 * 16 + n % 8 * 2 : n % 8 * 16 + k % 8 * 2);
+    if (start + offset + 2 > sharedBytes) {
+      fprintf(stderr,
+              "cuda_on_cpu: wgmma reads B[%d][%d] at byte %zu, "
+              "beyond the block's %zu bytes of shared memory\n",
+              k, n, start + offset, sharedBytes);
+      abort();
+    }
+    uint16_t bits;
+    std::memcpy(&bits, dynamicShared() + start + offset, sizeof bits);
+    uint32_t widened = uint32_t(bits) << 16;
+    float value;
+    std::memcpy(&value, &widened, sizeof value);
+    return value;
+  };
+  std::vector<BlockRun::PendingProduct> &products = run->pending[threadIdx.x];
+  BlockRun::PendingProduct *product = nullptr;
+  for (BlockRun::PendingProduct &earlier : products)
+    if (earlier.d == d)
+      product = &earlier;
+  float before[32];
+  std::memcpy(before, product ? product->value : d, sizeof before);
+  if (!product) {
+    products.push_back(BlockRun::PendingProduct{d, {}, false});
+    product = &products.back();
+  }
+  product->committed = false;
+  struct Operands {
+    uint32_t a[4];
+  } mine = {{a[0], a[1], a[2], a[3]}};
+  auto half = [](uint32_t word, int which) {
+    uint32_t widened = (which ? word >> 16 : word & 0xffffu) << 16;
+    float value;
+    std::memcpy(&value, &widened, sizeof value);
+    return value;
+  };
+  exchangeInWarp(mine, [&](auto lane) {
+    auto aAt = [&](int row, int k) {
+      return half(lane(4 * (row % 8) + (k % 8) / 2).a[row / 8 + 2 * (k / 8)],
+                  k % 2);
+    };
+    int group = int(threadIdx.x % 32) / 4, tq = int(threadIdx.x % 4);
+    for (int j = 0; j < 8; ++j)
+      for (int i = 0; i < 4; ++i) {
+        int row = group + 8 * (i / 2), col = 8 * j + 2 * tq + i % 2;
+        float acc = accumulate ? before[4 * j + i] : 0.0f;
+        for (int k = 0; k < 16; ++k)
+          acc += aAt(row, k) * bAt(k, col);
+        product->value[4 * j + i] = acc;
+      }
   });
 }
 

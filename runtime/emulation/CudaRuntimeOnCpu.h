@@ -53,7 +53,11 @@ inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 
 //--- Devices ----------------------------------------------------------------
 
-enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaDeviceAttr {
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
 enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
   cudaFuncAttributePreferredSharedMemoryCarveout = 9
@@ -82,8 +86,21 @@ inline cudaError_t cudaGetDevice(int *device) {
   *device = currentDevice();
   return cudaSuccess;
 }
-inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int) {
-  *value = 227 * 1024; // an H100's or H200's opt-in shared memory
+/// An H100's or H200's: compute capability 9.0, 227 KB of opt-in shared
+/// memory.
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
+                                          int) {
+  switch (attribute) {
+  case cudaDevAttrComputeCapabilityMajor:
+    *value = 9;
+    break;
+  case cudaDevAttrComputeCapabilityMinor:
+    *value = 0;
+    break;
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+    *value = 227 * 1024;
+    break;
+  }
   return cudaSuccess;
 }
 template <typename Kernel>
