@@ -251,6 +251,22 @@ template <bool CoreMatrices = false> struct KeyValueTiles {
     }
   }
 
+  /// The first keys and values are fetched (into registers) while the
+  /// block's queries load into `queries` (rows `queryStride` apart), then
+  /// stored into keyTile and valueTile.
+  __device__ void startWithQueries(uint16_t *queries, int queryStride,
+                                   uint16_t *keyTile, uint16_t *valueTile,
+                                   const AttentionBlock &block, int64_t s,
+                                   int64_t t, int e, int f,
+                                   const AttentionStrides &at, bool packs,
+                                   int tileStride) {
+    start(block, t, at, packs);
+    loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
+                      queryStride);
+    if (block.lastKey > 0)
+      put(keyTile, valueTile, 0, block, t, e, f, at, packs, tileStride);
+  }
+
   /// Tile k0 into keyTile and valueTile, which no warp may be reading.
   __device__ void put(uint16_t *keyTile, uint16_t *valueTile, int64_t k0,
                       const AttentionBlock &block, int64_t t, int e, int f,
@@ -586,16 +602,27 @@ inline float log2Scale(double scale) {
 /// quad + i % 2 for row[i / 2], output[c][i] the output at column 8 c + 2
 /// quad + i % 2 of row[i / 2].
 struct WarpSoftmax {
+  int quad;           // lane % 4
+  int row[2];         // the lane's rows of the block
+  int64_t query[2];   // their queries
   float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
+
+  __device__ explicit WarpSoftmax(const AttentionBlock &block) {
+    const int warp = threadIdx.x / 32, group = threadIdx.x % 32 / 4;
+    quad = threadIdx.x % 4;
+    for (int h = 0; h < 2; ++h) {
+      row[h] = warp * 16 + group + 8 * h;
+      query[h] = block.q0 + row[h];
+    }
+  }
 
   /// Makes the tile's scores its probabilities (unnormalised, base 2:
   /// log2Scale), adds them to the rows' sums and rescales the outputs to
   /// the rows' new maxima.
   __device__ void tile(float (&score)[kTile / 8][4],
                        float (&output)[kHead / 8][4], int64_t k0,
-                       const int64_t query[2], const AttentionBlock &block,
-                       int64_t s, int64_t t, int causal, float scaleLog2,
-                       int quad) {
+                       const AttentionBlock &block, int64_t s, int64_t t,
+                       int causal, float scaleLog2) {
     // The scaled score is rounded before the subtraction (never fused into
     // one FMA): the row's maximum itself must give exp2(0) = 1. A masked
     // score (a key beyond t or, causal, after the query; or a padding row)
@@ -660,9 +687,8 @@ struct WarpSoftmax {
   /// The outputs divided by the rows' sums, rounded once, into `block.out`
   /// (rows `rowStride` apart, `f` columns; packs: all 64, 4-byte aligned).
   __device__ void store(const float (&output)[kHead / 8][4],
-                        const int64_t query[2], const AttentionBlock &block,
-                        int64_t s, int f, int64_t rowStride, bool packs,
-                        int quad) const {
+                        const AttentionBlock &block, int64_t s, int f,
+                        int64_t rowStride, bool packs) const {
     for (int h = 0; h < 2; ++h) {
       if (query[h] >= s)
         continue;
@@ -728,29 +754,20 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
   uint16_t *queries = reinterpret_cast<uint16_t *>(attentionShared);
   const AttentionBlock block =
       attentionBlock(q, k, v, out, inner, t, at, causal);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // This lane's rows of the block: row[h] = 16 * warp + group + 8 * h.
-  const int group = lane / 4, quad = lane % 4;
-  const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
-  const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
+  const int lane = threadIdx.x % 32;
 
-  // The first keys and values are fetched (into registers) while the
-  // queries load, and stored with them, in pair 0.
+  // The queries, and the first keys and values in pair 0.
   KeyValueTiles<> tiles;
-  tiles.start(block, t, at, packs);
-  loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], packs,
-                    kMmaStride);
-  if (block.lastKey > 0)
-    tiles.put(queries + kMmaTileElements, queries + 2 * kMmaTileElements, 0,
-              block, t, e, f, at, packs, kMmaStride);
+  tiles.startWithQueries(queries, kMmaStride, queries + kMmaTileElements,
+                         queries + 2 * kMmaTileElements, block, s, t, e, f, at,
+                         packs, kMmaStride);
   __syncthreads();
+  // The warp's rows, their statistics (the lanes of a quad hold the same)
+  // and outputs (f columns in blocks of 8).
+  WarpSoftmax softmax(block);
   uint32_t queryRows[kHead / 16][4];
-  loadQueryOperands(queryRows, queries, row, quad);
-
-  // Outputs (f columns in blocks of 8); the lanes of a quad hold the same
-  // statistics.
+  loadQueryOperands(queryRows, queries, softmax.row, softmax.quad);
   float output[kHead / 8][4] = {};
-  WarpSoftmax softmax;
 
   for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
     const uint16_t *keys = queries + (1 + 2 * pair) * kMmaTileElements;
@@ -775,8 +792,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
         mmaBf16(score[n + 1], queryRows[step], right + 2);
       }
     }
-    softmax.tile(score, output, k0, query, block, s, t, causal, scaleLog2,
-                 quad);
+    softmax.tile(score, output, k0, block, s, t, causal, scaleLog2);
 #pragma unroll
     for (int step = 0; step < kTile / 16; ++step) {
       uint32_t terms[kSplitTerms][4];
@@ -811,7 +827,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
                 block, t, e, f, at, packs, kMmaStride);
     __syncthreads();
   }
-  softmax.store(output, query, block, s, f, at.row[3], packs, quad);
+  softmax.store(output, block, s, f, at.row[3], packs);
 }
 
 // The bf16 kernel on Hopper's warpgroup products (wgmma, sm_90a): the
@@ -850,25 +866,17 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
   uint16_t *keyValues = queries + kMmaTileElements;
   const AttentionBlock block =
       attentionBlock(q, k, v, out, inner, t, at, causal);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / 4, quad = lane % 4;
-  const int row[2] = {warp * 16 + group, warp * 16 + group + 8};
-  const int64_t query[2] = {block.q0 + row[0], block.q0 + row[1]};
 
   KeyValueTiles<true> tiles;
-  tiles.start(block, t, at, true);
-  loadAttentionTile(queries, block.q, block.q0, s, e, at.row[0], true,
-                    kMmaStride);
-  if (block.lastKey > 0)
-    tiles.put(keyValues, keyValues + kCoreTileElements, 0, block, t, e, f, at,
-              true, 0);
+  tiles.startWithQueries(queries, kMmaStride, keyValues,
+                         keyValues + kCoreTileElements, block, s, t, e, f, at,
+                         true, 0);
   fenceSharedForWgmma();
   __syncthreads();
+  WarpSoftmax softmax(block);
   uint32_t queryRows[kHead / 16][4];
-  loadQueryOperands(queryRows, queries, row, quad);
-
+  loadQueryOperands(queryRows, queries, softmax.row, softmax.quad);
   float output[kHead / 8][4] = {};
-  WarpSoftmax softmax;
   for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
     const uint16_t *keys = keyValues + 2 * pair * kCoreTileElements;
     const uint16_t *values = keys + kCoreTileElements;
@@ -885,17 +893,17 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
           step > 0);
     wgmmaCommit();
     wgmmaWaitAll();
-    softmax.tile(score, output, k0, query, block, s, t, causal, scaleLog2,
-                 quad);
+    softmax.tile(score, output, k0, block, s, t, causal, scaleLog2);
+    // O += P V: B[k][n] is key k's column n, MN-major; the k-th 16 keys
+    // are two rows of core matrices, kCoreRowsBytes apart along K. Each
+    // step's products are issued as soon as its terms are split, so the
+    // next step's split runs while they do (each step its own registers:
+    // a product reads them until the wait).
     uint32_t terms[kTile / 16][kSplitTerms][4];
 #pragma unroll
-    for (int step = 0; step < kTile / 16; ++step)
+    for (int step = 0; step < kTile / 16; ++step) {
       splitProbabilities(score, step, terms[step]);
-    // O += P V: B[k][n] is key k's column n, MN-major; the k-th 16 keys
-    // are two rows of core matrices, kCoreRowsBytes apart along K.
-    wgmmaFence();
-#pragma unroll
-    for (int step = 0; step < kTile / 16; ++step)
+      wgmmaFence();
 #pragma unroll
       for (int term = 0; term < Terms; ++term)
         wgmmaBf16<true>(
@@ -903,6 +911,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
             matrixDescriptor(values + step * 2 * kCoreRowsBytes / 2,
                              kCoreRowsBytes, kCoreMatrixBytes),
             true);
+    }
     wgmmaCommit();
     wgmmaWaitAll();
     // The products that read the other pair ended before the last barrier.
@@ -913,7 +922,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     fenceSharedForWgmma();
     __syncthreads();
   }
-  softmax.store(output, query, block, s, f, at.row[3], true, quad);
+  softmax.store(output, block, s, f, at.row[3], true);
 #else
   // Built for a GPU without wgmma: the host chose this kernel only for a
   // 9.x device, so the program was built for sm_90, not sm_90a.

@@ -402,6 +402,21 @@ inline float shflXor(float value, int offset) {
   return other;
 }
 
+/// The bf16 in the low (`which` 0) or high (1) half of a word, widened.
+inline float bf16Half(uint32_t word, int which) {
+  uint32_t widened = (which ? word >> 16 : word & 0xffffu) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof value);
+  return value;
+}
+
+/// Element (row, k) of a warp's 16 x 16 left operand in mma.sync's layout
+/// (mmaBf16), from `lane(l)`, lane l's operands (their `a[4]`).
+template <typename Lane> float leftOperand(Lane lane, int row, int k) {
+  return bf16Half(lane(4 * (row % 8) + (k % 8) / 2).a[row / 8 + 2 * (k / 8)],
+                  k % 2);
+}
+
 /// PTX `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32` for the calling
 /// lane: d += A B over the warp's fragments, in the register layouts the
 /// PTX ISA documents (lane = 4 * group + t): A (16 x 16, row-major) a[0] =
@@ -416,20 +431,10 @@ inline void mmaBf16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   struct Operands {
     uint32_t a[4], b[2];
   } mine = {{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
-  auto half = [](uint32_t word, int which) {
-    uint32_t bits = which ? word >> 16 : word & 0xffffu;
-    float value;
-    uint32_t widened = bits << 16;
-    std::memcpy(&value, &widened, sizeof value);
-    return value;
-  };
   exchangeInWarp(mine, [&](auto lane) {
-    auto aAt = [&](int row, int k) {
-      return half(lane(4 * (row % 8) + (k % 8) / 2).a[row / 8 + 2 * (k / 8)],
-                  k % 2);
-    };
+    auto aAt = [&](int row, int k) { return leftOperand(lane, row, k); };
     auto bAt = [&](int k, int col) {
-      return half(lane(4 * col + (k % 8) / 2).b[k / 8], k % 2);
+      return bf16Half(lane(4 * col + (k % 8) / 2).b[k / 8], k % 2);
     };
     int group = int(threadIdx.x % 32) / 4, tq = int(threadIdx.x % 4);
     for (int i = 0; i < 4; ++i) {
@@ -553,10 +558,7 @@ void wgmmaBf16(float d[32], const uint32_t a[4], uint64_t b, bool accumulate) {
     }
     uint16_t bits;
     std::memcpy(&bits, dynamicShared() + start + offset, sizeof bits);
-    uint32_t widened = uint32_t(bits) << 16;
-    float value;
-    std::memcpy(&value, &widened, sizeof value);
-    return value;
+    return bf16Half(bits, 0);
   };
   std::vector<BlockRun::PendingProduct> &products = run->pending[threadIdx.x];
   BlockRun::PendingProduct *product = nullptr;
@@ -573,24 +575,14 @@ void wgmmaBf16(float d[32], const uint32_t a[4], uint64_t b, bool accumulate) {
   struct Operands {
     uint32_t a[4];
   } mine = {{a[0], a[1], a[2], a[3]}};
-  auto half = [](uint32_t word, int which) {
-    uint32_t widened = (which ? word >> 16 : word & 0xffffu) << 16;
-    float value;
-    std::memcpy(&value, &widened, sizeof value);
-    return value;
-  };
   exchangeInWarp(mine, [&](auto lane) {
-    auto aAt = [&](int row, int k) {
-      return half(lane(4 * (row % 8) + (k % 8) / 2).a[row / 8 + 2 * (k / 8)],
-                  k % 2);
-    };
     int group = int(threadIdx.x % 32) / 4, tq = int(threadIdx.x % 4);
     for (int j = 0; j < 8; ++j)
       for (int i = 0; i < 4; ++i) {
         int row = group + 8 * (i / 2), col = 8 * j + 2 * tq + i % 2;
         float acc = accumulate ? before[4 * j + i] : 0.0f;
         for (int k = 0; k < 16; ++k)
-          acc += aAt(row, k) * bAt(k, col);
+          acc += leftOperand(lane, row, k) * bAt(k, col);
         product->value[4 * j + i] = acc;
       }
   });
