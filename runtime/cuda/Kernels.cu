@@ -121,9 +121,9 @@ bool tuneGemms() {
   return tune;
 }
 
-/// Whether the mma.sync attention multiplies V by two of P's three terms
-/// (LOOMRT_ATTENTION_TERMS=2, an experiment that rounds P to about 16
-/// bits, against docs/language.md 11.2) instead of all three.
+/// Whether the mma.sync and wgmma attention multiply V by two of P's three
+/// terms (LOOMRT_ATTENTION_TERMS=2, an experiment that rounds P to about
+/// 16 bits, against docs/language.md 11.2) instead of all three.
 bool twoAttentionTerms() {
   // Its other values are refused when the options are read.
   static const bool two = envIs("LOOMRT_ATTENTION_TERMS", "2");
