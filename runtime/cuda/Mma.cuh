@@ -66,39 +66,34 @@ __device__ __forceinline__ uint32_t sharedAddress(const void *p) {
 // that uses them refuses to run).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LOOMRT_HAS_WGMMA 1
+#define LOOMRT_WGMMA_ASM(text) asm volatile(text ::: "memory")
+#else
+#define LOOMRT_WGMMA_ASM(text)
 #endif
 
 /// Orders the registers' ordinary writes before the wgmma products that
 /// read them (operands and accumulators): before a warpgroup's first
 /// product after such writes.
 __device__ __forceinline__ void wgmmaFence() {
-#ifdef LOOMRT_HAS_WGMMA
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
+  LOOMRT_WGMMA_ASM("wgmma.fence.sync.aligned;\n");
 }
 
 /// Ends the group of products issued since the last commit.
 __device__ __forceinline__ void wgmmaCommit() {
-#ifdef LOOMRT_HAS_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
+  LOOMRT_WGMMA_ASM("wgmma.commit_group.sync.aligned;\n");
 }
 
 /// Waits until every committed product is done: then their accumulators
 /// may be read and their operands written.
 __device__ __forceinline__ void wgmmaWaitAll() {
-#ifdef LOOMRT_HAS_WGMMA
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
+  LOOMRT_WGMMA_ASM("wgmma.wait_group.sync.aligned 0;\n");
 }
 
 /// Makes this thread's ordinary shared-memory stores visible to the async
 /// proxy that wgmma reads shared memory through (then a barrier, for the
 /// other threads' products).
 __device__ __forceinline__ void fenceSharedForWgmma() {
-#ifdef LOOMRT_HAS_WGMMA
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
+  LOOMRT_WGMMA_ASM("fence.proxy.async.shared::cta;\n");
 }
 
 /// d (64 x 64, f32) = A B + (accumulate ? d : 0) for the warpgroup (128

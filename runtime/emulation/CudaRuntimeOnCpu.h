@@ -31,9 +31,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 //--- Errors -----------------------------------------------------------------
 
@@ -86,16 +88,29 @@ inline cudaError_t cudaGetDevice(int *device) {
   *device = currentDevice();
   return cudaSuccess;
 }
-/// An H100's or H200's: compute capability 9.0, 227 KB of opt-in shared
-/// memory.
+/// An H100's or H200's: compute capability 9.0 (LOOM_CUDA_ON_CPU_CAPABILITY=
+/// M.N plays another GPU's, for the runtime's checks of it), 227 KB of
+/// opt-in shared memory.
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
                                           int) {
+  static const std::pair<int, int> capability = [] {
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_CAPABILITY");
+    int major = 9, minor = 0;
+    if (text && std::sscanf(text, "%d.%d", &major, &minor) != 2) {
+      std::fprintf(stderr,
+                   "cuda_on_cpu: LOOM_CUDA_ON_CPU_CAPABILITY must be M.N "
+                   "(say 8.0), not '%s'\n",
+                   text);
+      std::abort();
+    }
+    return std::make_pair(major, minor);
+  }();
   switch (attribute) {
   case cudaDevAttrComputeCapabilityMajor:
-    *value = 9;
+    *value = capability.first;
     break;
   case cudaDevAttrComputeCapabilityMinor:
-    *value = 0;
+    *value = capability.second;
     break;
   case cudaDevAttrMaxSharedMemoryPerBlockOptin:
     *value = 227 * 1024;
