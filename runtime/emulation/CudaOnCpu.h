@@ -141,7 +141,9 @@ inline void makeContext(Context &context, std::vector<char> &stack,
 /// Deterministic: fibers run in thread order between barriers. Thread 0
 /// runs first; when it ends without reaching a barrier, the block's other
 /// threads run one after another without fibers (CUDA's barriers are
-/// reached by every thread of a block or by none).
+/// reached by every thread of a block or by none). With
+/// LOOM_CUDA_ON_CPU_ORDER=reverse (threadOrder), blocks and threads run
+/// in the opposite order.
 struct BlockRun {
   struct Fiber {
     Context context;
@@ -227,6 +229,84 @@ inline void resume(BlockRun &r, int t) {
   r.inFiber = false;
 }
 
+/// The order in which blocks, and a block's threads between barriers, run.
+/// Thread order hides a missing barrier whenever the thread that reads
+/// shared memory comes after the one that writes it (and a kernel that
+/// counts on one block running before another); a kernel whose bits
+/// change with the order has a race a GPU may show. Tests run kernels both
+/// ways (LOOM_CUDA_ON_CPU_ORDER=reverse) and compare.
+enum class ThreadOrder { Forward, Reverse };
+inline ThreadOrder threadOrder() {
+  static const ThreadOrder order = [] {
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_ORDER");
+    if (!text || !std::strcmp(text, "forward"))
+      return ThreadOrder::Forward;
+    if (!std::strcmp(text, "reverse"))
+      return ThreadOrder::Reverse;
+    fprintf(stderr,
+            "cuda_on_cpu: LOOM_CUDA_ON_CPU_ORDER must be forward or reverse, "
+            "not '%s'\n",
+            text);
+    abort();
+  }();
+  return order;
+}
+
+/// Runs one block's threads to their ends (BlockRun), in `order`.
+inline void runBlock(BlockRun &r, int threads, ThreadOrder order,
+                     const std::function<void()> &kernel) {
+  bool reverse = order == ThreadOrder::Reverse;
+  r.arrived.assign(r.members.size(), 0);
+  r.generation.assign(r.members.size(), 0);
+  if (!reverse) {
+    startFiber(r, 0);
+    resume(r, 0);
+    if (r.fibers[0].done) {
+      // No barrier: the other threads need no fibers.
+      for (int t = 1; t < threads; ++t) {
+        threadIdx = Dim3{unsigned(t), 0, 0};
+        kernel();
+      }
+      return;
+    }
+  }
+  for (int t = reverse ? 0 : 1; t < threads; ++t)
+    startFiber(r, t);
+  for (int left = threads; left > 0;) {
+    bool progressed = false;
+    left = 0;
+    for (int i = 0; i < threads; ++i) {
+      int t = reverse ? threads - 1 - i : i;
+      BlockRun::Fiber &fiber = r.fibers[size_t(t)];
+      if (fiber.done)
+        continue;
+      if (fiber.group >= 0 &&
+          r.generation[size_t(fiber.group)] == fiber.generation) {
+        ++left;
+        continue;
+      }
+      resume(r, t);
+      progressed = true;
+      left += !fiber.done;
+    }
+    if (left > 0 && !progressed) {
+      fprintf(stderr,
+              "cuda_on_cpu: block (%u, %u): threads wait at barriers that "
+              "can never release\n",
+              blockIdx.x, blockIdx.y);
+      abort();
+    }
+  }
+  for (const auto &products : r.pending)
+    if (!products.empty()) {
+      fprintf(stderr,
+              "cuda_on_cpu: block (%u, %u): a thread ended with wgmma "
+              "products it never waited for\n",
+              blockIdx.x, blockIdx.y);
+      abort();
+    }
+}
+
 /// Runs `kernel` (a callable taking no arguments that calls the kernel with
 /// its arguments) over `grid` blocks of `block.x` threads, with `shared`
 /// bytes of dynamic shared memory, now.
@@ -250,57 +330,14 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
   r.exchange.assign(size_t(threads), BlockRun::Slot{});
   r.pending.assign(size_t(threads), {});
   run = &r;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = Dim3{x, y, z};
-        r.arrived.assign(r.members.size(), 0);
-        r.generation.assign(r.members.size(), 0);
-        startFiber(r, 0);
-        resume(r, 0);
-        if (r.fibers[0].done) {
-          // No barrier: the other threads need no fibers.
-          for (int t = 1; t < threads; ++t) {
-            threadIdx = Dim3{unsigned(t), 0, 0};
-            kernel();
-          }
-          continue;
-        }
-        for (int t = 1; t < threads; ++t)
-          startFiber(r, t);
-        for (int left = threads; left > 0;) {
-          bool progressed = false;
-          left = 0;
-          for (int t = 0; t < threads; ++t) {
-            BlockRun::Fiber &fiber = r.fibers[size_t(t)];
-            if (fiber.done)
-              continue;
-            if (fiber.group >= 0 &&
-                r.generation[size_t(fiber.group)] == fiber.generation) {
-              ++left;
-              continue;
-            }
-            resume(r, t);
-            progressed = true;
-            left += !fiber.done;
-          }
-          if (left > 0 && !progressed) {
-            fprintf(stderr,
-                    "cuda_on_cpu: block (%u, %u): threads wait at "
-                    "barriers that can never release\n",
-                    x, y);
-            abort();
-          }
-        }
-        for (const auto &products : r.pending)
-          if (!products.empty()) {
-            fprintf(stderr,
-                    "cuda_on_cpu: block (%u, %u): a thread ended with wgmma "
-                    "products it never waited for\n",
-                    x, y);
-            abort();
-          }
-      }
+  ThreadOrder order = threadOrder();
+  uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  for (uint64_t i = 0; i < blocks; ++i) {
+    uint64_t b = order == ThreadOrder::Reverse ? blocks - 1 - i : i;
+    blockIdx = Dim3{unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
+                    unsigned(b / (uint64_t(grid.x) * grid.y))};
+    runBlock(r, threads, order, kernel);
+  }
   run = outer;
 }
 
