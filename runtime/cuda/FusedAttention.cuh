@@ -20,6 +20,7 @@
 #include "runtime/cuda/Packs.cuh"
 
 #include <cstdint>
+#include <cstdio>
 
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
@@ -859,6 +860,31 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
 constexpr size_t kCoreTileElements = size_t(kTile) * kHead;
 constexpr uint32_t kCoreMatrixBytes = 128;                // 8 rows of 16 bytes
 constexpr uint32_t kCoreRowsBytes = kHead / 8 * kCoreMatrixBytes; // 8 rows
+/// How wgmma reads one of those tiles as B (matrixDescriptor's offsets) and
+/// how far each product's 16 rows of K move its start.
+struct CoreTileReading {
+  uint32_t leadingBytes, strideBytes, stepBytes;
+};
+/// The keys for the scores (B[k][n] is key n's column k, K-major): the next
+/// 8 columns are the next core matrix, the next 8 keys the next 8 rows of
+/// them; the k-th 16 columns are core matrices 2 k and 2 k + 1.
+__host__ __device__ constexpr CoreTileReading keysReading() {
+  return {kCoreMatrixBytes, kCoreRowsBytes, 2 * kCoreMatrixBytes};
+}
+/// The values for P V (B[k][n] is key k's column n, MN-major): along K the
+/// next 8 keys, along N the next core matrix; the k-th 16 keys are two rows
+/// of core matrices.
+__host__ __device__ constexpr CoreTileReading valuesReading() {
+  return {kCoreRowsBytes, kCoreMatrixBytes, 2 * kCoreRowsBytes};
+}
+
+/// The descriptor of a core-matrix tile's `step`-th 16 rows of K.
+__device__ __forceinline__ uint64_t
+coreTileDescriptor(const uint16_t *tile, CoreTileReading reading, int step) {
+  return matrixDescriptor(tile + step * reading.stepBytes / sizeof(uint16_t),
+                          reading.leadingBytes, reading.strideBytes);
+}
+
 /// The queries' tile (rows kMmaStride apart) and two pairs of key and value
 /// tiles in core matrices: 41,984 bytes.
 constexpr size_t kWgmmaSharedBytes =
@@ -891,23 +917,17 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
   for (int64_t k0 = 0, pair = 0; k0 < block.lastKey; k0 += kTile, pair ^= 1) {
     const uint16_t *keys = keyValues + 2 * pair * kCoreTileElements;
     const uint16_t *values = keys + kCoreTileElements;
-    // S = Q K^T: B[k][n] is key n's column k, K-major; the k-th 16 columns
-    // are core matrices 2 k and 2 k + 1 of each 8 keys.
+    // S = Q K^T (keysReading).
     float score[kTile / 8][4];
     wgmmaFence();
 #pragma unroll
     for (int step = 0; step < kHead / 16; ++step)
-      wgmmaBf16<false>(
-          &score[0][0], queryRows[step],
-          matrixDescriptor(keys + step * 2 * kCoreMatrixBytes / 2,
-                           kCoreMatrixBytes, kCoreRowsBytes),
-          step > 0);
+      wgmmaBf16<false>(&score[0][0], queryRows[step],
+                       coreTileDescriptor(keys, keysReading(), step), step > 0);
     wgmmaCommit();
     wgmmaWaitAll();
     softmax.tile(score, output, k0, block, s, t, causal, scaleLog2);
-    // O += P V: B[k][n] is key k's column n, MN-major; the k-th 16 keys
-    // are two rows of core matrices, kCoreRowsBytes apart along K. Each
-    // step's products are issued as soon as its terms are split, so the
+    // O += P V (valuesReading). Each step's products are issued as soon as its terms are split, so the
     // next step's split runs while they do (each step its own registers:
     // a product reads them until the wait).
     uint32_t terms[kTile / 16][kSplitTerms][4];
@@ -917,11 +937,9 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
       wgmmaFence();
 #pragma unroll
       for (int term = 0; term < Terms; ++term)
-        wgmmaBf16<true>(
-            &output[0][0], terms[step][term],
-            matrixDescriptor(values + step * 2 * kCoreRowsBytes / 2,
-                             kCoreRowsBytes, kCoreMatrixBytes),
-            true);
+        wgmmaBf16<true>(&output[0][0], terms[step][term],
+                        coreTileDescriptor(values, valuesReading(), step),
+                        true);
     }
     wgmmaCommit();
     wgmmaWaitAll();
