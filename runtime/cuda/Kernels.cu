@@ -47,9 +47,36 @@ using namespace loomrt::rows;
 
 namespace {
 
+#ifndef LOOMRT_CUDA_LIBRARY_ARCHS
+#define LOOMRT_CUDA_LIBRARY_ARCHS "the architectures it was built for"
+#endif
+
+/// What to do about an error whose CUDA message does not say: code built
+/// for other GPUs than this one.
+std::string hintFor(cudaError_t status) {
+  if (status != cudaErrorNoKernelImageForDevice)
+    return "";
+  int device = 0, major = 0, minor = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (major < 8)
+    return format(" (this GPU is compute capability %d.%d; Loom's CUDA "
+                  "kernels need 8.0 or newer)",
+                  major, minor);
+  return format(" (this GPU is compute capability %d.%d; libloomrt's CUDA "
+                "kernels hold code for " LOOMRT_CUDA_LIBRARY_ARCHS
+                ", and a program's own kernels only for the --cuda-arch it "
+                "was built with: rebuild it with loomc --target=cuda "
+                "--cuda-arch=sm_%d%d%s)",
+                major, minor, major, minor, major == 9 ? "a" : "");
+}
+
 void check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
-    failProcess(format("CUDA: %s: %s", what, cudaGetErrorString(status)), 7);
+    failProcess(format("CUDA: %s: %s%s", what, cudaGetErrorString(status),
+                       hintFor(status).c_str()),
+                7);
 }
 
 void check(cublasStatus_t status, const char *what) {
@@ -1983,6 +2010,9 @@ bool runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
   stepChecks().pending.clear();
   if (!useGraph || graph.failed) {
     runModelStep(rt, model, arena);
+    // The program's own launches report their errors here (the runtime's
+    // check theirs), so that a kernel that never ran cannot go unnoticed.
+    check(cudaGetLastError(), "launching the step's kernels");
     return false;
   }
   // Capture: the step's host code runs once, its kernels, GEMMs and
@@ -2003,6 +2033,8 @@ bool runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
   bool everyoneCaptured =
       everyRank(rt, status == cudaSuccess, "agreeing on the captured step");
   if (status != cudaSuccess || !everyoneCaptured) {
+    // An error of the capture (a call it does not take) is not the step's;
+    // a launch that failed fails again below, and is reported then.
     cudaGetLastError();
     if (status != cudaSuccess)
       fprintf(stderr,
@@ -2015,6 +2047,7 @@ bool runStep(loomrt_ctx *rt, const loomrt_model *model, char *arena,
     graph.exec = nullptr;
     stepChecks().pending.clear();
     runModelStep(rt, model, arena);
+    check(cudaGetLastError(), "launching the step's kernels");
     return false;
   }
   check(cudaGraphLaunch(graph.exec, d.stream), "running the captured step");

@@ -40,6 +40,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if !defined(__x86_64__)
@@ -350,6 +351,9 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
 /// watchdog can see the work unfinished), while the stream's order holds.
 struct Stream {
   bool capturing = false;
+  /// A launch failed while the stream was captured (as CUDA, the capture
+  /// then ends with an error).
+  bool captureInvalidated = false;
   std::vector<std::function<void()>> recorded;
   std::vector<std::function<void()>> deferred;
 };
@@ -386,10 +390,43 @@ inline void enqueueDeferred(Stream *stream, std::function<void()> work) {
     work();
 }
 
+/// The emulated GPU's compute capability: an H100's or H200's 9.0, or
+/// LOOM_CUDA_ON_CPU_CAPABILITY=M.N, another GPU's, for the runtime's checks
+/// of it.
+inline std::pair<int, int> capability() {
+  static const std::pair<int, int> value = [] {
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_CAPABILITY");
+    int major = 9, minor = 0;
+    if (text && std::sscanf(text, "%d.%d", &major, &minor) != 2) {
+      std::fprintf(stderr,
+                   "cuda_on_cpu: LOOM_CUDA_ON_CPU_CAPABILITY must be M.N "
+                   "(say 8.0), not '%s'\n",
+                   text);
+      std::abort();
+    }
+    return std::make_pair(major, minor);
+  }();
+  return value;
+}
+
+/// The last launch's error (cudaError_t's value), which cudaGetLastError
+/// reports and clears.
+inline thread_local int launchError = 0;
+
 /// `kernel<<<grid, block, shared, stream>>>(...)` as runtime/tools/
-/// cuda-on-cpu.py writes it: the lambda holds the arguments by value.
+/// cuda-on-cpu.py writes it: the lambda holds the arguments by value. The
+/// code is taken to be built for sm_80 and newer, as libloomrt's and
+/// loomc's are: on an emulated GPU older than that the launch fails as
+/// CUDA's does (no kernel image for the device; a captured stream's
+/// capture fails with it).
 inline void launch(Stream *stream, Dim3 grid, Dim3 block, size_t shared,
                    std::function<void()> kernel) {
+  if (capability().first < 8) {
+    launchError = 209; // cudaErrorNoKernelImageForDevice
+    if (stream && stream->capturing)
+      stream->captureInvalidated = true;
+    return;
+  }
   enqueue(stream, [=] { runNow(grid, block, shared, kernel); });
 }
 

@@ -46,12 +46,28 @@ enum cudaError_t {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInsufficientDriver = 35,
+  cudaErrorNoKernelImageForDevice = 209,
   cudaErrorNotReady = 600,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 inline const char *cudaGetErrorString(cudaError_t error) {
-  return error == cudaSuccess ? "no error" : "emulated CUDA error";
+  switch (error) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorNoKernelImageForDevice:
+    return "no kernel image is available for execution on the device";
+  case cudaErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
+  default:
+    return "emulated CUDA error";
+  }
 }
-inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+/// A launch's error (cuda_on_cpu::launch), reported once.
+inline cudaError_t cudaGetLastError() {
+  cudaError_t error = cudaError_t(cuda_on_cpu::launchError);
+  cuda_on_cpu::launchError = 0;
+  return error;
+}
 
 //--- Devices ----------------------------------------------------------------
 
@@ -89,22 +105,11 @@ inline cudaError_t cudaGetDevice(int *device) {
   return cudaSuccess;
 }
 /// An H100's or H200's: compute capability 9.0 (LOOM_CUDA_ON_CPU_CAPABILITY=
-/// M.N plays another GPU's, for the runtime's checks of it), 227 KB of
-/// opt-in shared memory.
+/// M.N plays another GPU's: cuda_on_cpu::capability), 227 KB of opt-in
+/// shared memory.
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
                                           int) {
-  static const std::pair<int, int> capability = [] {
-    const char *text = std::getenv("LOOM_CUDA_ON_CPU_CAPABILITY");
-    int major = 9, minor = 0;
-    if (text && std::sscanf(text, "%d.%d", &major, &minor) != 2) {
-      std::fprintf(stderr,
-                   "cuda_on_cpu: LOOM_CUDA_ON_CPU_CAPABILITY must be M.N "
-                   "(say 8.0), not '%s'\n",
-                   text);
-      std::abort();
-    }
-    return std::make_pair(major, minor);
-  }();
+  const std::pair<int, int> capability = cuda_on_cpu::capability();
   switch (attribute) {
   case cudaDevAttrComputeCapabilityMajor:
     *value = capability.first;
@@ -278,6 +283,12 @@ inline cudaError_t cudaStreamEndCapture(cudaStream_t stream,
   if (!stream || !stream->capturing)
     return cudaErrorInvalidValue;
   stream->capturing = false;
+  if (stream->captureInvalidated) {
+    stream->captureInvalidated = false;
+    stream->recorded.clear();
+    *graph = nullptr;
+    return cudaErrorStreamCaptureInvalidated;
+  }
   *graph = new EmulatedGraph{std::move(stream->recorded)};
   stream->recorded.clear();
   return cudaSuccess;

@@ -125,7 +125,10 @@ static llvm::cl::opt<loom::Target> target(
 static llvm::cl::opt<std::string> cudaArch(
     "cuda-arch",
     llvm::cl::desc(
-        "GPU architecture of --target=cuda -o (default: " LOOM_CUDA_ARCH ")"),
+        "GPU architecture of the generated kernels of --target=cuda -o, as "
+        "nvcc names it: sm_80 or newer (default: " LOOM_CUDA_ARCH
+        "; libloomrt's own kernels hold code for " LOOM_CUDA_LIBRARY_ARCHS
+        " and, through PTX, newer GPUs)"),
     llvm::cl::init(LOOM_CUDA_ARCH), llvm::cl::value_desc("sm_XX"),
     llvm::cl::cat(loomCategory));
 static llvm::cl::opt<DType> dtypeOverride(
@@ -179,6 +182,31 @@ static constexpr unsigned kFrontendStackBytes = 256u << 20;
 
 /// Errors reported per run before loomc stops listing them.
 static constexpr unsigned kMaxErrors = 50;
+
+/// Checks --cuda-arch: a GPU architecture as nvcc names it (sm_80, sm_90a,
+/// sm_100f) of a GPU that Loom's kernels run on (compute capability 8.0 or
+/// newer: bf16 mma.sync). Whether nvcc knows it is nvcc's to say.
+static bool checkCudaArch(StringRef arch) {
+  StringRef digits = arch;
+  bool named = digits.consume_front("sm_");
+  // Architecture-specific (a) and family (f) features.
+  if (named && (digits.ends_with("a") || digits.ends_with("f")))
+    digits = digits.drop_back();
+  unsigned number = 0;
+  if (!named || digits.empty() || digits.getAsInteger(10, number)) {
+    llvm::errs() << "loomc: error: --cuda-arch must name a GPU architecture "
+                    "as nvcc does (sm_80, sm_90a, ...), not '"
+                 << arch << "'\n";
+    return false;
+  }
+  if (number < 80) {
+    llvm::errs() << "loomc: error: --cuda-arch=" << arch
+                 << ": Loom's CUDA kernels need a GPU of compute capability "
+                    "8.0 or newer (sm_80 and up)\n";
+    return false;
+  }
+  return true;
+}
 
 /// Generates the C++ program, then compiles and links it with libloomrt by
 /// running the compiler directly (argument vectors, no shell).
@@ -314,6 +342,13 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                     "when it runs)\n";
     return 1;
   }
+  if (cudaArch.getNumOccurrences() && target != loom::Target::Cuda) {
+    llvm::errs() << "loomc: error: --cuda-arch is the GPU of --target=cuda "
+                    "programs; this build is for --target=cpu\n";
+    return 1;
+  }
+  if (target == loom::Target::Cuda && !checkCudaArch(cudaArch))
+    return 1;
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
