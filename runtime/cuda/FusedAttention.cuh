@@ -927,9 +927,9 @@ __global__ void __launch_bounds__(kAttentionThreads, 3)
     wgmmaCommit();
     wgmmaWaitAll();
     softmax.tile(score, output, k0, block, s, t, causal, scaleLog2);
-    // O += P V (valuesReading). Each step's products are issued as soon as its terms are split, so the
-    // next step's split runs while they do (each step its own registers:
-    // a product reads them until the wait).
+    // O += P V (valuesReading). Each step's products are issued as soon as
+    // its terms are split, so the next step's split runs while they do
+    // (each step its own registers: a product reads them until the wait).
     uint32_t terms[kTile / 16][kSplitTerms][4];
 #pragma unroll
     for (int step = 0; step < kTile / 16; ++step) {

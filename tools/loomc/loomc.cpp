@@ -344,7 +344,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   if (cudaArch.getNumOccurrences() && target != loom::Target::Cuda) {
     llvm::errs() << "loomc: error: --cuda-arch is the GPU of --target=cuda "
-                    "programs; this build is for --target=cpu\n";
+                    "programs; add --target=cuda\n";
     return 1;
   }
   if (target == loom::Target::Cuda && !checkCudaArch(cudaArch))
