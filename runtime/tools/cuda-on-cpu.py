@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cuda-on-cpu.py IN.cu OUT.cpp
-cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl] PROGRAM.cu EXECUTABLE
+cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl | --sanitize] PROGRAM.cu EXECUTABLE
 
 Turns CUDA source of this project (a program that `loomc --target=cuda
 --emit=cuda` generated, or libloomrt's runtime/cuda/Kernels.cu) into host
@@ -23,6 +23,10 @@ loomrt_cuda_on_cpu_nccl: Open MPI and the NCCL transport over
 runtime/emulation/NcclOnCpu.h, so that the program runs a rank per process under
 mpirun (LOOM_CUDA_ON_CPU_GPUS=N gives each machine N emulated GPUs).
 Sources that include <nccl.h> (runtime/cuda/Nccl.cpp) get NcclOnCpu.h.
+With --sanitize instead, the program and the library
+(loomrt_cuda_on_cpu_sanitized, libloomrt_core's sources included) are built
+with AddressSanitizer and UBSan, so that a kernel's access beyond a buffer,
+or undefined behaviour, stops the run with a report.
 """
 import os
 import subprocess
@@ -122,17 +126,20 @@ def transform(source, path):
 
 def main() -> int:
     args = sys.argv[1:]
-    obj, cxx, nccl = None, os.environ.get("CXX", "clang++"), False
-    while args and (args[0] == "--nccl" or (args[0] in ("--build", "--cxx") and len(args) > 1)):
+    obj, cxx, nccl, sanitize = None, os.environ.get("CXX", "clang++"), False, False
+    while args and (args[0] in ("--nccl", "--sanitize") or (args[0] in ("--build", "--cxx") and len(args) > 1)):
         if args[0] == "--nccl":
             nccl, args = True, args[1:]
+            continue
+        if args[0] == "--sanitize":
+            sanitize, args = True, args[1:]
             continue
         if args[0] == "--build":
             obj = args[1]
         else:
             cxx = args[1]
         args = args[2:]
-    if len(args) != 2 or (nccl and not obj):
+    if len(args) != 2 or ((nccl or sanitize) and not obj) or (nccl and sanitize):
         print(__doc__, file=sys.stderr)
         return 2
     source, target = args
@@ -144,14 +151,19 @@ def main() -> int:
         return 0
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     library = "loomrt_cuda_on_cpu_nccl" if nccl else "loomrt_cuda_on_cpu"
-    more = []
+    more, flags = [], []
     if nccl:
         with open(os.path.join(obj, "lib", library + ".link")) as f:
             more = f.read().split()
-    command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w",
+    libraries = [os.path.join(obj, "lib", f"lib{library}.a"), os.path.join(obj, "lib", "libloomrt_core.a")]
+    if sanitize:
+        library = "loomrt_cuda_on_cpu_sanitized"
+        with open(os.path.join(obj, "lib", library + ".flags")) as f:
+            flags = ["-g", *f.read().split()]
+        libraries = [os.path.join(obj, "lib", f"lib{library}.a")]
+    command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w", *flags,
                "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "runtime", "emulation"),
-               "-I", root, host, os.path.join(obj, "lib", f"lib{library}.a"),
-               os.path.join(obj, "lib", "libloomrt_core.a"), *more, "-lm", "-lpthread", "-o", target]
+               "-I", root, host, *libraries, *more, "-lm", "-lpthread", "-o", target]
     return subprocess.run(command).returncode
 
 
