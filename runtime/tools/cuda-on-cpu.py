@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cuda-on-cpu.py IN.cu OUT.cpp
-cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl | --sanitize] PROGRAM.cu EXECUTABLE
+cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl] [--sanitize] PROGRAM.cu EXECUTABLE
 
 Turns CUDA source of this project (a program that `loomc --target=cuda
 --emit=cuda` generated, or libloomrt's runtime/cuda/Kernels.cu) into host
@@ -23,10 +23,11 @@ loomrt_cuda_on_cpu_nccl: Open MPI and the NCCL transport over
 runtime/emulation/NcclOnCpu.h, so that the program runs a rank per process under
 mpirun (LOOM_CUDA_ON_CPU_GPUS=N gives each machine N emulated GPUs).
 Sources that include <nccl.h> (runtime/cuda/Nccl.cpp) get NcclOnCpu.h.
-With --sanitize instead, the program and the library
-(loomrt_cuda_on_cpu_sanitized, libloomrt_core's sources included) are built
-with AddressSanitizer and UBSan, so that a kernel's access beyond a buffer,
-or undefined behaviour, stops the run with a report.
+With --sanitize, the program and the library (loomrt_cuda_on_cpu_sanitized,
+or loomrt_cuda_on_cpu_nccl_sanitized with --nccl; libloomrt_core's sources
+included) are built with AddressSanitizer and UBSan, so that an access
+beyond a buffer (a kernel's, or the NCCL transport's), or undefined
+behaviour, stops the run with a report.
 """
 import os
 import subprocess
@@ -139,7 +140,7 @@ def main() -> int:
         else:
             cxx = args[1]
         args = args[2:]
-    if len(args) != 2 or ((nccl or sanitize) and not obj) or (nccl and sanitize):
+    if len(args) != 2 or ((nccl or sanitize) and not obj):
         print(__doc__, file=sys.stderr)
         return 2
     source, target = args
@@ -157,9 +158,9 @@ def main() -> int:
             more = f.read().split()
     libraries = [os.path.join(obj, "lib", f"lib{library}.a"), os.path.join(obj, "lib", "libloomrt_core.a")]
     if sanitize:
-        library = "loomrt_cuda_on_cpu_sanitized"
-        with open(os.path.join(obj, "lib", library + ".flags")) as f:
+        with open(os.path.join(obj, "lib", "loomrt_cuda_on_cpu_sanitized.flags")) as f:
             flags = ["-g", *f.read().split()]
+        library += "_sanitized"
         libraries = [os.path.join(obj, "lib", f"lib{library}.a")]
     command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w", *flags,
                "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "runtime", "emulation"),
