@@ -27,7 +27,9 @@ kernels (LOOMRT_FAST_KERNELS=0) and the default fast ones, and (N > 1 ranks) as 
 under mpirun over the NCCL transport (OBJ_DIR/lib/
 libloomrt_cuda_on_cpu_nccl.a, over runtime/emulation/NcclOnCpu.h), each compared
 with the 1-rank CPU build as above; the NCCL run must give the loopback
-run's bits.
+run's bits. With --long, the fast kernels also run with the emulation's
+blocks and threads in reverse order (LOOM_CUDA_ON_CPU_ORDER=reverse), which
+must give their bits.
 
 A model's renderings for different meshes differ only in their
 annotations, not in what they compute, so one 1-rank build and one
@@ -292,6 +294,14 @@ class Runner:
             run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", out,
                          "--collective-timeout", "60"], RUN_TIMEOUT, directory, env)
             outputs[kernels] = load(os.path.join(directory, out))
+        if self.args.long:
+            # The emulation's blocks and threads in reverse order, which
+            # must give the fast run's bits: thread order hides a barrier
+            # missing between a lower thread's write and a higher one's read.
+            run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out",
+                         "out-reverse.safetensors", "--collective-timeout", "60"], RUN_TIMEOUT,
+                        directory, {"LOOM_CUDA_ON_CPU_ORDER": "reverse"})
+            outputs["reverse"] = load(os.path.join(directory, "out-reverse.safetensors"))
         if case.ranks > 1:
             outputs["nccl"] = self.execute("./model", case.ranks, "out-nccl.safetensors", directory,
                                            {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks)})
@@ -325,7 +335,8 @@ class Runner:
                 outputs = self.cuda_on_cpu(case, src, directory)
                 for kernels, got in outputs.items():
                     found, ratio = compare(got, one, case.bf16)
-                    what = "NCCL, a process per rank" if kernels == "nccl" else f"{kernels} kernels"
+                    what = {"nccl": "NCCL, a process per rank",
+                            "reverse": "fast kernels in reverse order"}.get(kernels, f"{kernels} kernels")
                     problems += [f"{what}: {p}" for p in found]
                     worst = max(worst, ratio)
                 if "nccl" in outputs:
@@ -335,6 +346,10 @@ class Runner:
                     problems += [f"NCCL against loopback: {p}"
                                  for p in exact_differences(outputs["nccl"], outputs["fast"])]
                     loopback = "NCCL = loopback exactly; "
+                if "reverse" in outputs:
+                    problems += [f"reverse order against thread order: {p}"
+                                 for p in exact_differences(outputs["reverse"], outputs["fast"])]
+                    loopback += "reverse order = thread order exactly; "
             else:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
                             COMPILE_TIMEOUT, directory)
@@ -386,7 +401,7 @@ def main():
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
     parser.add_argument("--cxx", default="clang++", help="the C++ compiler of --cuda-on-cpu")
     args = parser.parse_args()
-    long = args.long or os.environ.get("LOOM_LONG") == "1"
+    long = args.long = args.long or os.environ.get("LOOM_LONG") == "1"
     args.mpirun = os.path.abspath(args.mpirun) if os.path.sep in args.mpirun else args.mpirun
     args.loomc = os.path.abspath(args.loomc) if os.path.sep in args.loomc else args.loomc
     args.workdir = os.path.abspath(args.workdir)
