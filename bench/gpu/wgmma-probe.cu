@@ -18,7 +18,7 @@
 // kernel's reading is exact for both products. Built for sm_90a (nvcc)
 // or, with runtime/tools/cuda-on-cpu.py, on the host, where the
 // emulation's reading must pass and the exchanged one fail
-// (wgmma-probe.test).
+// (bench-gpu-wgmma-probe.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,29 +124,31 @@ long probe(const std::vector<uint16_t> &a, const std::vector<uint16_t> &tile,
            loomrt::attention::CoreTileReading reading) {
   uint16_t *deviceA = nullptr, *deviceTile = nullptr;
   float *deviceD = nullptr;
-  size_t bytes = size_t(kSize) * kSize;
-  if (!check(cudaMalloc(&deviceA, bytes * 2), "cudaMalloc") ||
-      !check(cudaMalloc(&deviceTile, bytes * 2), "cudaMalloc") ||
-      !check(cudaMalloc(&deviceD, bytes * 4), "cudaMalloc") ||
-      !check(cudaMemcpy(deviceA, a.data(), bytes * 2, cudaMemcpyHostToDevice),
-             "copy") ||
-      !check(cudaMemcpy(deviceTile, tile.data(), bytes * 2,
+  size_t elements = size_t(kSize) * kSize;
+  if (!check(cudaMalloc(&deviceA, elements * 2), "cudaMalloc") ||
+      !check(cudaMalloc(&deviceTile, elements * 2), "cudaMalloc") ||
+      !check(cudaMalloc(&deviceD, elements * 4), "cudaMalloc") ||
+      !check(
+          cudaMemcpy(deviceA, a.data(), elements * 2, cudaMemcpyHostToDevice),
+          "copy") ||
+      !check(cudaMemcpy(deviceTile, tile.data(), elements * 2,
                         cudaMemcpyHostToDevice),
              "copy"))
     return -1;
   probeKernel<TransposeB>
       <<<1, loomrt::attention::kAttentionThreads, kProbeSharedBytes>>>(
           deviceA, deviceTile, reading, deviceD);
-  std::vector<float> d(bytes);
+  std::vector<float> d(elements);
   if (!check(cudaGetLastError(), "launch") ||
-      !check(cudaMemcpy(d.data(), deviceD, bytes * 4, cudaMemcpyDeviceToHost),
-             "the product"))
+      !check(
+          cudaMemcpy(d.data(), deviceD, elements * 4, cudaMemcpyDeviceToHost),
+          "the product"))
     return -1;
   cudaFree(deviceA);
   cudaFree(deviceTile);
   cudaFree(deviceD);
   long wrong = 0;
-  for (size_t i = 0; i < bytes; ++i)
+  for (size_t i = 0; i < elements; ++i)
     wrong += d[i] != expected[i];
   return wrong;
 }
