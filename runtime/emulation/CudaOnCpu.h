@@ -139,8 +139,9 @@ inline void makeContext(Context &context, std::vector<char> &stack,
 
 /// One block's threads as fibers on the calling thread: each runs until it
 /// reaches a barrier (of the block, or of its warp for a shuffle), and a
-/// fiber at a barrier runs on once every member of its group has arrived.
-/// Deterministic: fibers run in thread order between barriers. Thread 0
+/// fiber at a barrier runs on once every member of its group has arrived
+/// (the last to arrive too waits for its turn). Deterministic: fibers run in
+/// thread order between barriers. Thread 0
 /// runs first; when it ends without reaching a barrier, the block's other
 /// threads run one after another without fibers (CUDA's barriers are
 /// reached by every thread of a block or by none). With
@@ -201,14 +202,16 @@ inline void barrier(int group) {
             threadIdx.x, blockIdx.x, blockIdx.y);
     abort();
   }
-  if (++r.arrived[size_t(group)] == r.members[size_t(group)]) {
-    r.arrived[size_t(group)] = 0;
-    ++r.generation[size_t(group)];
-    return;
-  }
   BlockRun::Fiber &fiber = r.fibers[size_t(r.current)];
   fiber.group = group;
   fiber.generation = r.generation[size_t(group)];
+  if (++r.arrived[size_t(group)] == r.members[size_t(group)]) {
+    // The last to arrive releases the others and waits its turn like them,
+    // so that all resume in the block's order (threadOrder): ran on, it
+    // would come first in both orders.
+    r.arrived[size_t(group)] = 0;
+    ++r.generation[size_t(group)];
+  }
   switchTo(fiber.context, r.scheduler);
 }
 
@@ -413,15 +416,25 @@ inline std::pair<int, int> capability() {
 /// reports and clears.
 inline thread_local int launchError = 0;
 
+/// Whether the emulated code has machine code for the emulated GPU: it is
+/// taken to be built for sm_80 and newer, as libloomrt's and loomc's are,
+/// unless LOOM_CUDA_ON_CPU_NO_IMAGE=1 plays code built for another GPU.
+inline bool hasImage() {
+  static const bool value = [] {
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_NO_IMAGE");
+    return capability().first >= 8 && !(text && !std::strcmp(text, "1"));
+  }();
+  return value;
+}
+
 /// `kernel<<<grid, block, shared, stream>>>(...)` as runtime/tools/
-/// cuda-on-cpu.py writes it: the lambda holds the arguments by value. The
-/// code is taken to be built for sm_80 and newer, as libloomrt's and
-/// loomc's are: on an emulated GPU older than that the launch fails as
-/// CUDA's does (no kernel image for the device; a captured stream's
-/// capture fails with it).
+/// cuda-on-cpu.py writes it: the lambda holds the arguments by value.
+/// Without an image for the GPU (hasImage) the launch fails as CUDA's does
+/// (no kernel image for the device; a captured stream's capture fails with
+/// it).
 inline void launch(Stream *stream, Dim3 grid, Dim3 block, size_t shared,
                    std::function<void()> kernel) {
-  if (capability().first < 8) {
+  if (!hasImage()) {
     launchError = 209; // cudaErrorNoKernelImageForDevice
     if (stream && stream->capturing)
       stream->captureInvalidated = true;
