@@ -64,6 +64,18 @@ struct loomrt_ctx {
   };
   std::vector<CollectiveStats> collectives;
   std::vector<Record> collectiveRecords; // kernel = index into collectives
+  /// --profile: the kernel between loomrt_kernel_begin and _end (-1
+  /// outside), and the parts of kernels (ProfiledPart) by kernel and name,
+  /// in first-seen order.
+  int openKernel = -1;
+  struct PartStats {
+    int kernel;
+    std::string name;
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  std::vector<PartStats> parts;
+  std::vector<Record> partRecords; // kernel = index into parts
 };
 
 //===----------------------------------------------------------------------===//
@@ -296,14 +308,36 @@ extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes,
   return index;
 }
 
-extern "C" void loomrt_kernel_begin(loomrt_ctx *rt, int) {
-  if (rt->profiling)
-    rt->openMark = deviceOps().profileMark();
+extern "C" void loomrt_kernel_begin(loomrt_ctx *rt, int kernel) {
+  if (!rt->profiling)
+    return;
+  rt->openKernel = kernel;
+  rt->openMark = deviceOps().profileMark();
 }
 
 extern "C" void loomrt_kernel_end(loomrt_ctx *rt, int kernel) {
-  if (rt->profiling)
-    rt->records.push_back({kernel, rt->openMark, deviceOps().profileMark()});
+  if (!rt->profiling)
+    return;
+  rt->records.push_back({kernel, rt->openMark, deviceOps().profileMark()});
+  rt->openKernel = -1;
+}
+
+ProfiledPart::ProfiledPart(loomrt_ctx *rt, const char *name)
+    : rt(rt->profiling && rt->openKernel >= 0 ? rt : nullptr) {
+  if (!this->rt)
+    return;
+  std::vector<loomrt_ctx::PartStats> &parts = rt->parts;
+  while (part < parts.size() &&
+         (parts[part].kernel != rt->openKernel || parts[part].name != name))
+    ++part;
+  if (part == parts.size())
+    parts.push_back({rt->openKernel, name});
+  begin = deviceOps().profileMark();
+}
+
+ProfiledPart::~ProfiledPart() {
+  if (rt)
+    rt->partRecords.push_back({int(part), begin, deviceOps().profileMark()});
 }
 
 void loomrt::runModelStep(loomrt_ctx *rt, const loomrt_model *model,
@@ -998,6 +1032,14 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
            stepsTotal > 0 ? 100.0 * seconds / stepsTotal : 0.0,
            bandwidth * 1e-9, throughput * 1e-12, compute ? "compute" : "memory",
            100.0 * fraction);
+    // Its parts (ProfiledPart): launches per step, time per launch, share.
+    for (const loomrt_ctx::PartStats &part : rt->parts)
+      if (part.kernel == k && part.calls > 0)
+        printf("%4s  %-32.32s %-*s %5lld %10.2f %5.1f%%\n", "",
+               ("  part: " + part.name).c_str(), atWidth, "",
+               (long long)(part.calls / int64_t(stepSeconds.size())),
+               1e6 * part.seconds / double(part.calls),
+               stepsTotal > 0 ? 100.0 * part.seconds / stepsTotal : 0.0);
   }
   double collectiveTotal = 0;
   for (const loomrt_ctx::CollectiveStats &c : rt->collectives)
@@ -1128,6 +1170,12 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
       rt->collectives[size_t(record.kernel)].seconds +=
           device.profileSeconds(record.begin, record.end);
     rt->collectiveRecords.clear();
+    for (const loomrt_ctx::Record &record : rt->partRecords) {
+      loomrt_ctx::PartStats &part = rt->parts[size_t(record.kernel)];
+      part.seconds += device.profileSeconds(record.begin, record.end);
+      ++part.calls;
+    }
+    rt->partRecords.clear();
     if (rt->profiling)
       device.profileRelease();
   };

@@ -116,6 +116,23 @@ bool everyRank(loomrt_ctx *rt, bool mine, const std::string &what);
 /// cannot be waited for then).
 bool streamIsCapturing();
 
+/// --profile: times a part of the open kernel's work while in scope (the
+/// launches of a runtime op made of several, such as loom.logits_stats's
+/// GEMMs and row statistics); the profile lists each kernel's parts beneath
+/// it, by name. Nothing when not profiling or outside a kernel.
+class ProfiledPart {
+public:
+  ProfiledPart(loomrt_ctx *rt, const char *name);
+  ~ProfiledPart();
+  ProfiledPart(const ProfiledPart &) = delete;
+  ProfiledPart &operator=(const ProfiledPart &) = delete;
+
+private:
+  loomrt_ctx *rt;
+  size_t part = 0;
+  uint64_t begin = 0;
+};
+
 /// Reusable f32 buffers for packing GEMM operands (slot 0..2).
 std::vector<float> &scratch(loomrt_ctx *rt, int slot);
 /// Time spent in GEMMs is accumulated for `--bench`.

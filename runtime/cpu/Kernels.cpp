@@ -732,7 +732,11 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
   blocks.forEach(*c, b,
                  [&](const loomrt_contraction &part, const void *bPart,
                      int64_t start, int64_t count) {
-                   loomrt_contract(rt, &part, a, bPart, block.data());
+                   {
+                     ProfiledPart gemms(rt, "GEMMs");
+                     loomrt_contract(rt, &part, a, bPart, block.data());
+                   }
+                   ProfiledPart statistics(rt, "row statistics");
                    loomrt_softmax_stats(c->out_dtype, block.data(), blockMax,
                                         blockSum, rows, count, /*partial=*/1);
                    loomrt_pick(rt, site, c->out_dtype, block.data(), rows,

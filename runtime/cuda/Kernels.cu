@@ -1761,7 +1761,11 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
   unsigned long long *bad = badFlag();
   blocks.forEach(*c, b, [&](const loomrt_contraction &part, const void *bPart,
                             int64_t start, int64_t count) {
-    loomrt_contract(rt, &part, a, bPart, block);
+    {
+      ProfiledPart gemms(rt, "GEMMs");
+      loomrt_contract(rt, &part, a, bPart, block);
+    }
+    ProfiledPart statistics(rt, "row statistics");
     forFloatType<LaunchLogitsBlock>(
         c->out_dtype, block, rows, count,
         packable(c->out_dtype, count, false, {block}), start, targetsDtype,
