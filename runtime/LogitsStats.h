@@ -62,6 +62,18 @@ inline int64_t logitsBlockColumns(int64_t rows, int64_t vocab,
   return columns < vocab ? columns : vocab;
 }
 
+/// A GPU's bytes of logits a block: 1/64 of the device's memory, and at
+/// least 96 MiB. Fewer, wider blocks made GPT-2 small's step faster on an
+/// H200 (7.635 ms with its 786 MiB of logits in one block, 7.875 in 96 MiB
+/// blocks, 8.611 in 24 MiB ones: 2026-11-30, docs/performance.md), and
+/// 1/64 of the memory costs a run little room (2.2 GiB of an H200's 140).
+/// From the device's total, not its free memory, so that a program's
+/// blocks, and so its last bits, do not change from run to run.
+inline int64_t gpuLogitsBlockBytes(int64_t deviceMemory) {
+  const int64_t least = int64_t(96) << 20, share = deviceMemory / 64;
+  return share > least ? share : least;
+}
+
 /// A product's logits in blocks of columns: `forEach` runs
 /// fn(product narrowed to the block, b at the block, start, count).
 struct LogitsBlocks {

@@ -1742,18 +1742,25 @@ __global__ void finishLogitsSumKernel(const float *max, float *sum,
     sum[r] = finalSum(SoftmaxStats{max[r], sum[r]}, vocab);
 }
 
-/// Blocks of 96 MiB. 24 MiB blocks (still in L2 when the row statistics
-/// read them) lost on an H200: GPT-2 small's step took 8.611 ms with them
-/// (33 blocks), 7.875 with 96 MiB ones (9) and 7.635 with the logits whole
-/// (2026-11-30, docs/performance.md); fewer, wider GEMMs and row kernels
-/// count for more than L2, and 96 MiB keeps most of the memory saved.
+/// The device's bytes of logits a block (gpuLogitsBlockBytes: 1/64 of its
+/// memory). 24 MiB blocks, still in L2 when the row statistics read them,
+/// lost on an H200: fewer, wider GEMMs and row kernels count for more.
+int64_t logitsBlockBytes() {
+  static const int64_t bytes = [] {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "the device's memory");
+    return gpuLogitsBlockBytes(int64_t(total));
+  }();
+  return bytes;
+}
+
 extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
                                     const loomrt_contraction *c, const void *a,
                                     const void *b, int targetsDtype,
                                     const void *targets, int64_t vocabStart,
                                     int64_t vocabTotal, int partial,
                                     float *max, float *sum, float *picked) {
-  LogitsBlocks blocks(*c, int64_t(96) << 20, logitsColumnsAsked(rt));
+  LogitsBlocks blocks(*c, logitsBlockBytes(), logitsColumnsAsked(rt));
   int64_t rows = blocks.rows;
   cudaStream_t stream = device().stream;
   void *block = scratch(6, size_t(std::max<int64_t>(blocks.blockElements(), 1)) *
