@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1742,14 +1743,19 @@ __global__ void finishLogitsSumKernel(const float *max, float *sum,
     sum[r] = finalSum(SoftmaxStats{max[r], sum[r]}, vocab);
 }
 
-/// The device's bytes of logits a block (gpuLogitsBlockBytes: 1/64 of its
-/// memory). 24 MiB blocks, still in L2 when the row statistics read them,
-/// lost on an H200: fewer, wider GEMMs and row kernels count for more.
+/// The ranks of this process, all on its one GPU (the loopback mode's), as
+/// DeviceOps::bind was told.
+std::atomic<int> ranksOnDevice{1};
+
+/// A rank's bytes of logits a block (gpuLogitsBlockBytes of its share of
+/// the device's memory: 1/64 of it). 24 MiB blocks, still in L2 when the
+/// row statistics read them, lost on an H200: fewer, wider GEMMs and row
+/// kernels count for more.
 int64_t logitsBlockBytes() {
   static const int64_t bytes = [] {
     size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "the device's memory");
-    return gpuLogitsBlockBytes(int64_t(total));
+    return gpuLogitsBlockBytes(int64_t(total) / ranksOnDevice.load());
   }();
   return bytes;
 }
@@ -2156,7 +2162,8 @@ const DeviceOps &loomrt::deviceOps() {
   static const DeviceOps ops = {
       "CUDA",
       false,
-      [](loomrt_ctx *rt, int localIndex, int) {
+      [](loomrt_ctx *rt, int localIndex, int ranksInProcess) {
+        ranksOnDevice = ranksInProcess;
         int devices = 0;
         cudaError_t counted = cudaGetDeviceCount(&devices);
         if (counted == cudaErrorNoDevice ||
