@@ -54,7 +54,17 @@ namespace {
 
 /// What to do about an error whose CUDA message does not say: code built
 /// for other GPUs than this one.
+/// `bytes` in MiB, for messages.
+std::string mib(double bytes) { return format("%.1f MiB", bytes / 1048576.0); }
+
 std::string hintFor(cudaError_t status) {
+  if (status == cudaErrorMemoryAllocation) {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess)
+      return "";
+    return format(" (the GPU has %s free of %s)", mib(double(free)).c_str(),
+                  mib(double(total)).c_str());
+  }
   if (status != cudaErrorNoKernelImageForDevice)
     return "";
   int device = 0, major = 0, minor = 0;
@@ -118,16 +128,33 @@ Device &device() {
   return d;
 }
 
-void *scratch(int slot, size_t bytes) {
+/// Scratch buffer `slot`, grown to at least `bytes`; when the GPU has no
+/// room, the run ends with a message naming `what` and adding `advice`.
+void *scratch(int slot, size_t bytes, const char *what = "scratch",
+              const std::string &advice = "") {
   Device &d = device();
   if (d.scratchBytes[slot] < bytes) {
+    size_t grown = std::max(bytes, d.scratchBytes[slot] * 2);
     if (d.scratch[slot]) {
       check(cudaStreamSynchronize(d.stream),
             "synchronising before growing scratch");
       check(cudaFree(d.scratch[slot]), "freeing scratch");
+      d.scratch[slot] = nullptr;
+      d.scratchBytes[slot] = 0;
     }
-    size_t grown = std::max(bytes, d.scratchBytes[slot] * 2);
-    check(cudaMalloc(&d.scratch[slot], grown), "allocating scratch");
+    // Doubling only where the GPU has room for it (a failed cudaMalloc
+    // would leave its error for the step's launch check).
+    size_t free = 0, total = 0;
+    if (grown > bytes &&
+        (cudaMemGetInfo(&free, &total) != cudaSuccess || free < grown))
+      grown = bytes;
+    cudaError_t status = cudaMalloc(&d.scratch[slot], grown);
+    if (status != cudaSuccess)
+      failProcess(format("CUDA: allocating %s of %s: %s%s%s", what,
+                         mib(double(grown)).c_str(),
+                         cudaGetErrorString(status), hintFor(status).c_str(),
+                         advice.c_str()),
+                  7);
     d.scratchBytes[slot] = grown;
   }
   return d.scratch[slot];
@@ -1769,8 +1796,14 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
   LogitsBlocks blocks(*c, logitsBlockBytes(), logitsColumnsAsked(rt));
   int64_t rows = blocks.rows;
   cudaStream_t stream = device().stream;
-  void *block = scratch(6, size_t(std::max<int64_t>(blocks.blockElements(), 1)) *
-                               elementBytes(c->out_dtype));
+  void *block = scratch(
+      6,
+      size_t(std::max<int64_t>(blocks.blockElements(), 1)) *
+          elementBytes(c->out_dtype),
+      "a block of logits",
+      format("; LOOMRT_LOGITS_COLUMNS=N makes blocks of N columns (these "
+             "are %lld of %lld)",
+             (long long)blocks.columns, (long long)blocks.vocab));
   unsigned long long *bad = badFlag();
   blocks.forEach(*c, b, [&](const loomrt_contraction &part, const void *bPart,
                             int64_t start, int64_t count) {
@@ -2189,7 +2222,11 @@ const DeviceOps &loomrt::deviceOps() {
       },
       [](char *, size_t bytes) -> char * {
         void *p = nullptr;
-        check(cudaMalloc(&p, bytes ? bytes : 64), "allocating the arena");
+        check(cudaMalloc(&p, bytes ? bytes : 64),
+              format("allocating the arena of %s (loomc --report's peak "
+                     "memory)",
+                     mib(double(bytes)).c_str())
+                  .c_str());
         // On the step's stream, which the upload that follows is ordered
         // after (the legacy stream's work would not be).
         check(cudaMemsetAsync(p, 0, bytes ? bytes : 64, device().stream),

@@ -35,6 +35,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 //--- Errors -----------------------------------------------------------------
@@ -58,6 +60,8 @@ inline const char *cudaGetErrorString(cudaError_t error) {
     return "no kernel image is available for execution on the device";
   case cudaErrorStreamCaptureInvalidated:
     return "operation failed due to a previous error during capture";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
   default:
     return "emulated CUDA error";
   }
@@ -137,24 +141,75 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice,
   cudaMemcpyDefault
 };
+namespace cuda_on_cpu {
+/// The device's memory: an H200's 143,771 MiB, or
+/// LOOM_CUDA_ON_CPU_MEMORY_MIB's, for the runtime's handling of a full GPU.
+inline size_t deviceMemory() {
+  static const size_t bytes = [] {
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_MEMORY_MIB");
+    unsigned long long mib = 143771;
+    char end = 0;
+    if (text && (std::sscanf(text, "%llu%c", &mib, &end) != 1 || mib == 0)) {
+      std::fprintf(stderr,
+                   "cuda_on_cpu: LOOM_CUDA_ON_CPU_MEMORY_MIB must be a "
+                   "positive number of MiB, not '%s'\n",
+                   text);
+      std::abort();
+    }
+    return size_t(mib) << 20;
+  }();
+  return bytes;
+}
+/// The bytes of each allocation, and their sum.
+struct Allocations {
+  std::mutex mutex;
+  std::unordered_map<void *, size_t> bytes;
+  size_t used = 0;
+};
+inline Allocations &allocations() {
+  static Allocations allocations;
+  return allocations;
+}
+} // namespace cuda_on_cpu
+
 inline cudaError_t cudaMalloc(void **p, size_t bytes) {
+  cuda_on_cpu::Allocations &a = cuda_on_cpu::allocations();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  *p = nullptr;
+  if (bytes > cuda_on_cpu::deviceMemory() - a.used)
+    return cudaErrorMemoryAllocation;
   // Poisoned, as device memory is not cleared.
   *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  if (*p)
-    std::memset(*p, 0xa5, bytes);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!*p)
+    return cudaErrorMemoryAllocation;
+  std::memset(*p, 0xa5, bytes);
+  a.bytes[*p] = bytes;
+  a.used += bytes;
+  return cudaSuccess;
 }
 template <typename T> cudaError_t cudaMalloc(T **p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void **>(p), bytes);
 }
 inline cudaError_t cudaFree(void *p) {
+  if (!p)
+    return cudaSuccess;
+  cuda_on_cpu::Allocations &a = cuda_on_cpu::allocations();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  auto found = a.bytes.find(p);
+  if (found == a.bytes.end())
+    return cudaErrorInvalidValue;
+  a.used -= found->second;
+  a.bytes.erase(found);
   std::free(p);
   return cudaSuccess;
 }
-/// An H200's memory (143,771 MiB), all of it free.
+/// The device's memory (cuda_on_cpu::deviceMemory) and what cudaMalloc has
+/// not handed out.
 inline cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
-  *total = size_t(143771) << 20;
-  *free = *total;
+  cuda_on_cpu::Allocations &a = cuda_on_cpu::allocations();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  *total = cuda_on_cpu::deviceMemory();
+  *free = *total - a.used;
   return cudaSuccess;
 }
 
