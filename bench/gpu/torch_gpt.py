@@ -2,7 +2,8 @@
 """PyTorch side of bench/gpu: the GPT of examples/gpt.loom in PyTorch.
 
   torch_gpt.py inputs  --config C --out FILE        random tokens/targets
-  torch_gpt.py check   --config C --params P --inputs I --loom-loss X
+  torch_gpt.py check   --config C --params P --inputs I --loom-loss X [--out F]
+                       (F: PyTorch's loss and final hidden state h)
   torch_gpt.py time    --config C --steps N          eager and torch.compile
 
 Weights and inputs are global tensors in safetensors files, read and written
@@ -55,7 +56,7 @@ def write_safetensors(path, tensors):
              torch.bfloat16: "BF16"}
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
-        blob = bytes(t.contiguous().cpu().view(torch.uint8).reshape(-1).tolist())
+        blob = bytes(t.contiguous().cpu().reshape(-1).view(torch.uint8).tolist())
         header[name] = {"dtype": names[t.dtype], "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
@@ -92,7 +93,8 @@ def random_params(config, device):
     }
 
 
-def forward(p, tokens, targets, H):
+def forward(p, tokens, targets, H, hidden=False):
+    """The loss; with `hidden`, also the final layer norm's output h."""
     D = p["wte"].shape[1]
     L = p["layers.ln1.g"].shape[0]
 
@@ -112,8 +114,9 @@ def forward(p, tokens, targets, H):
         x = x + (m @ p["layers.mlp.w2"][l] + p["layers.mlp.b2"][l])
     h = ln(x, p["ln_f.g"], p["ln_f.b"])
     logits = h @ p["wte"].t()
-    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+    loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
                            targets.reshape(-1).long())
+    return (loss, h) if hidden else loss
 
 
 def main():
@@ -141,7 +144,10 @@ def main():
         p = read_safetensors(args.params, device)
         inputs = read_safetensors(args.inputs, device)
         with torch.inference_mode():
-            loss = forward(p, inputs["tokens"], inputs["targets"], H).item()
+            loss, h = forward(p, inputs["tokens"], inputs["targets"], H, hidden=True)
+        if args.out:  # for bench/gpu/compare.py --relative-l2
+            write_safetensors(args.out, {"loss": loss.float(), "h": h})
+        loss = loss.item()
         diff = abs(loss - args.loom_loss) / abs(loss)
         ok = diff <= 2e-2
         print(json.dumps({"check": args.config, "torch_loss": loss,
