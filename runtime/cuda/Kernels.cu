@@ -52,11 +52,11 @@ namespace {
 #define LOOMRT_CUDA_LIBRARY_ARCHS "the architectures it was built for"
 #endif
 
-/// What to do about an error whose CUDA message does not say: code built
-/// for other GPUs than this one.
 /// `bytes` in MiB, for messages.
 std::string mib(double bytes) { return format("%.1f MiB", bytes / 1048576.0); }
 
+/// What an error's CUDA message does not say: how much memory the GPU has
+/// left, or that the code was built for other GPUs than this one.
 std::string hintFor(cudaError_t status) {
   if (status == cudaErrorMemoryAllocation) {
     size_t free = 0, total = 0;

@@ -149,7 +149,9 @@ inline size_t deviceMemory() {
     const char *text = std::getenv("LOOM_CUDA_ON_CPU_MEMORY_MIB");
     unsigned long long mib = 143771;
     char end = 0;
-    if (text && (std::sscanf(text, "%llu%c", &mib, &end) != 1 || mib == 0)) {
+    if (text && (*text < '0' || *text > '9' ||
+                 std::sscanf(text, "%llu%c", &mib, &end) != 1 || mib == 0 ||
+                 mib > (1ull << 40))) {
       std::fprintf(stderr,
                    "cuda_on_cpu: LOOM_CUDA_ON_CPU_MEMORY_MIB must be a "
                    "positive number of MiB, not '%s'\n",
