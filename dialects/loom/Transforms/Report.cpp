@@ -179,6 +179,9 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
 void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                        ModuleOp planned) {
   std::optional<int64_t> arenaBytes;
+  // The largest cross-entropy's logits that loom.logits_stats makes a block
+  // at a time in the runtime's scratch, outside the arena.
+  int64_t logitsBytes = 0;
   std::vector<KernelInfo> kernels;
   if (planned) {
     for (auto function : planned.getOps<func::FuncOp>())
@@ -186,6 +189,13 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
               LoomDialect::kArenaBytesAttrName))
         arenaBytes = std::max<int64_t>(arenaBytes.value_or(0), bytes.getInt());
     kernels = collectKernels(planned);
+    planned.walk([&](LogitsStatsOp op) {
+      auto rhs = cast<ShapedType>(op.getRhs().getType());
+      auto rows = cast<ShapedType>(op.getMax().getType());
+      logitsBytes = std::max<int64_t>(
+          logitsBytes, rows.getNumElements() * rhs.getShape().back() *
+                           op.getLogitsType().getIntOrFloatBitWidth() / 8);
+    });
   }
   int64_t paramBytes = 0, inputBytes = 0, numParams = 0;
   double activationBytes = 0, flops = 0;
@@ -246,6 +256,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       out.attribute("flops_per_rank", flops);
       if (arenaBytes)
         out.attribute("arena_bytes_per_rank", *arenaBytes);
+      if (logitsBytes)
+        out.attribute("logits_bytes_per_rank", logitsBytes);
       out.attributeArray("collectives", [&] {
         for (const std::string &key : order) {
           out.object([&] {
@@ -285,6 +297,12 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                        "from the memory plan\n",
                        static_cast<long long>(*arenaBytes),
                        mib(double(*arenaBytes)));
+  if (logitsBytes)
+    os << llvm::format(
+        "  logits:       %lld bytes (%.2f MiB) of a cross-entropy's logits, "
+        "made beside the arena a block of columns at a time (32 MiB of them "
+        "on a CPU; on a GPU 1/64 of its memory, at least 96 MiB)\n",
+        static_cast<long long>(logitsBytes), mib(double(logitsBytes)));
   os << "  collectives by mesh axes:\n";
   if (order.empty())
     os << "    none\n";
