@@ -69,10 +69,17 @@ inline int64_t logitsBlockColumns(int64_t rows, int64_t vocab,
 /// 1/64 of the memory costs a run little room (2.2 GiB of an H200's 140).
 /// From the device's total, not its free memory, so that a program's
 /// blocks, and so its last bits, do not change from run to run.
+constexpr int64_t kGpuLogitsMemoryShare = 64;
+constexpr int64_t kGpuLogitsLeastBytes = int64_t(96) << 20;
 inline int64_t gpuLogitsBlockBytes(int64_t deviceMemory) {
-  const int64_t least = int64_t(96) << 20, share = deviceMemory / 64;
-  return share > least ? share : least;
+  const int64_t share = deviceMemory / kGpuLogitsMemoryShare;
+  return share > kGpuLogitsLeastBytes ? share : kGpuLogitsLeastBytes;
 }
+
+/// A CPU's bytes of logits a block: few enough that re-reading the rows'
+/// activations for each block costs little beside the GEMMs (4 such blocks
+/// were faster than one on the CPU: docs/performance.md, 2026-11-30).
+constexpr int64_t kCpuLogitsBlockBytes = int64_t(32) << 20;
 
 /// A product's logits in blocks of columns: `forEach` runs
 /// fn(product narrowed to the block, b at the block, start, count).

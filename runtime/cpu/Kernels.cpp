@@ -713,15 +713,14 @@ extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
   }
 }
 
-/// Blocks of 32 MiB: few enough that re-reading the rows' activations for
-/// each block costs little beside the GEMMs.
+/// Blocks of kCpuLogitsBlockBytes.
 extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
                                     const loomrt_contraction *c, const void *a,
                                     const void *b, int targetsDtype,
                                     const void *targets, int64_t vocabStart,
                                     int64_t vocabTotal, int partial,
                                     float *max, float *sum, float *picked) {
-  LogitsBlocks blocks(*c, int64_t(32) << 20, logitsColumnsAsked(rt));
+  LogitsBlocks blocks(*c, kCpuLogitsBlockBytes, logitsColumnsAsked(rt));
   int64_t rows = blocks.rows;
   thread_local std::vector<char> block;
   thread_local std::vector<float> blockStats;

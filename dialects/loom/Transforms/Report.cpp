@@ -17,6 +17,7 @@
 
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/Sharding.h"
+#include "runtime/LogitsStats.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -300,9 +301,12 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
   if (logitsBytes)
     os << llvm::format(
         "  logits:       %lld bytes (%.2f MiB) of a cross-entropy's logits, "
-        "made beside the arena a block of columns at a time (32 MiB of them "
-        "on a CPU; on a GPU 1/64 of its memory, at least 96 MiB)\n",
-        static_cast<long long>(logitsBytes), mib(double(logitsBytes)));
+        "made beside the arena a block of columns at a time (%.0f MiB of them "
+        "on a CPU; on a GPU 1/%lld of its memory, at least %.0f MiB)\n",
+        static_cast<long long>(logitsBytes), mib(double(logitsBytes)),
+        mib(double(loomrt::kCpuLogitsBlockBytes)),
+        static_cast<long long>(loomrt::kGpuLogitsMemoryShare),
+        mib(double(loomrt::kGpuLogitsLeastBytes)));
   os << "  collectives by mesh axes:\n";
   if (order.empty())
     os << "    none\n";
