@@ -15,9 +15,15 @@
 // MN-major, transposed), once with the kernel's offsets and once with the
 // two exchanged, and prints which give the exact product. bench/gpu/run
 // runs it before it checks the kernel; the exit code is 0 only when the
-// kernel's reading is exact for both products. Built for sm_90a (nvcc)
-// or, with runtime/tools/cuda-on-cpu.py, on the host, where the
-// emulation's reading must pass and the exchanged one fail
+// kernel's reading is exact for both products. Where it is not, but one
+// of the two readings is exact for each product, the probe names the
+// build that uses those (LOOM_WGMMA_EXCHANGED: the kernel built with
+// LOOMRT_WGMMA_KEYS_EXCHANGED or LOOMRT_WGMMA_VALUES_EXCHANGED), and
+// bench/gpu/run rebuilds so and probes again before any check. Built for
+// sm_90a (nvcc) or, with runtime/tools/cuda-on-cpu.py, on the host, where
+// the emulation's reading must pass and the exchanged one fail, and an
+// emulated GPU that reads a layout's offsets the other way round
+// (LOOM_CUDA_ON_CPU_WGMMA_EXCHANGED) must be named
 // (bench-gpu-wgmma-probe.test).
 //
 //===----------------------------------------------------------------------===//
@@ -161,6 +167,24 @@ long probe(const std::vector<uint16_t> &a, const std::vector<uint16_t> &tile,
   return size_t(nans) == elements ? kBuiltWithoutWgmma : wrong;
 }
 
+#ifdef LOOMRT_WGMMA_KEYS_EXCHANGED
+constexpr bool kBuiltKeysExchanged = true;
+#else
+constexpr bool kBuiltKeysExchanged = false;
+#endif
+#ifdef LOOMRT_WGMMA_VALUES_EXCHANGED
+constexpr bool kBuiltValuesExchanged = true;
+#else
+constexpr bool kBuiltValuesExchanged = false;
+#endif
+
+/// bench/gpu/CMakeLists.txt's LOOM_WGMMA_EXCHANGED for the products whose
+/// offsets are exchanged.
+const char *exchangedSetting(bool keys, bool values) {
+  return keys ? (values ? "keys,values" : "keys")
+              : (values ? "values" : "none");
+}
+
 /// What one product's two readings gave.
 struct Readings {
   bool kernels = false, exchanged = false, withoutWgmma = false;
@@ -235,6 +259,8 @@ int main() {
                 major, minor);
     return 2;
   }
+  std::printf("wgmma probe: built with LOOM_WGMMA_EXCHANGED=%s\n",
+              exchangedSetting(kBuiltKeysExchanged, kBuiltValuesExchanged));
   Readings scores = probeProduct<false>("scores (B K-major)",
                                         loomrt::attention::keysReading());
   Readings values = probeProduct<true>("P V (B MN-major, tnspB)",
@@ -246,16 +272,26 @@ int main() {
     return 2;
   }
   bool exact = scores.kernels && values.kernels;
-  if (exact)
+  if (exact) {
     std::printf("wgmma probe: the kernel's offsets give exact products on "
                 "this device\n");
-  else
-    std::printf("wgmma probe: the kernel's offsets do NOT give exact products "
-                "on this device (exchanged, they are exact for the scores: "
-                "%s; for P V: %s): fix FusedAttention.cuh's descriptors and "
-                "the emulation's reading of them (where neither reading is "
-                "exact, suspect the registers' layouts of A and D)\n",
-                scores.exchanged ? "yes" : "no",
-                values.exchanged ? "yes" : "no");
-  return exact ? 0 : 1;
+    return 0;
+  }
+  std::printf("wgmma probe: the kernel's offsets do NOT give exact products "
+              "on this device (exchanged, they are exact for the scores: "
+              "%s; for P V: %s): fix FusedAttention.cuh's descriptors and "
+              "the emulation's reading of them (where neither reading is "
+              "exact, suspect the registers' layouts of A and D)\n",
+              scores.exchanged ? "yes" : "no",
+              values.exchanged ? "yes" : "no");
+  // Where one of the two readings is exact for each product, the build
+  // that uses it (bench/gpu/run rebuilds so and probes again).
+  if ((scores.kernels || scores.exchanged) &&
+      (values.kernels || values.exchanged)) {
+    bool keysExchanged = scores.kernels == kBuiltKeysExchanged,
+         valuesExchanged = values.kernels == kBuiltValuesExchanged;
+    std::printf("wgmma probe: rebuild with LOOM_WGMMA_EXCHANGED=%s\n",
+                exchangedSetting(keysExchanged, valuesExchanged));
+  }
+  return 1;
 }

@@ -597,6 +597,39 @@ inline void wgmmaWaitAll() {
   products.swap(uncommitted);
 }
 
+/// Which of wgmma's B layouts the emulated GPU reads with the leading and
+/// stride byte offsets exchanged (LOOM_CUDA_ON_CPU_WGMMA_EXCHANGED=k-major,
+/// mn-major or k-major,mn-major; none by default): a GPU that took the
+/// offsets the other way round from our reading of the PTX ISA, for
+/// testing bench/gpu/wgmma-probe.cu's verdict and the kernel built to
+/// follow it (LOOMRT_WGMMA_KEYS_EXCHANGED, LOOMRT_WGMMA_VALUES_EXCHANGED).
+struct WgmmaExchanged {
+  bool kMajor = false, mnMajor = false;
+};
+inline WgmmaExchanged wgmmaExchanged() {
+  static const WgmmaExchanged exchanged = [] {
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_WGMMA_EXCHANGED");
+    WgmmaExchanged result;
+    if (!text || !*text)
+      return result;
+    if (!std::strcmp(text, "k-major"))
+      result.kMajor = true;
+    else if (!std::strcmp(text, "mn-major"))
+      result.mnMajor = true;
+    else if (!std::strcmp(text, "k-major,mn-major"))
+      result.kMajor = result.mnMajor = true;
+    else {
+      fprintf(stderr,
+              "cuda_on_cpu: LOOM_CUDA_ON_CPU_WGMMA_EXCHANGED must be k-major, "
+              "mn-major or k-major,mn-major, not '%s'\n",
+              text);
+      abort();
+    }
+    return result;
+  }();
+  return exchanged;
+}
+
 /// PTX `wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16` with A in
 /// registers and B in shared memory, for the calling thread: d = A B (+ d
 /// if `accumulate`) over the warpgroup, where warp w % 4 holds rows 16 (w %
@@ -620,9 +653,11 @@ void wgmmaBf16(float d[32], const uint32_t a[4], uint64_t b, bool accumulate) {
             blockDim.x * blockDim.y * blockDim.z);
     abort();
   }
-  const uint32_t start = uint32_t(b & 0x3fffu) << 4,
-                 leading = uint32_t(b >> 16 & 0x3fffu) << 4,
-                 stride = uint32_t(b >> 32 & 0x3fffu) << 4;
+  const uint32_t start = uint32_t(b & 0x3fffu) << 4;
+  uint32_t leading = uint32_t(b >> 16 & 0x3fffu) << 4,
+           stride = uint32_t(b >> 32 & 0x3fffu) << 4;
+  if (TransposeB ? wgmmaExchanged().mnMajor : wgmmaExchanged().kMajor)
+    std::swap(leading, stride);
   if ((b >> 49 & 7u) != 0 || (b >> 62) != 0 || (b >> 14 & 3u) != 0 ||
       (b >> 30 & 3u) != 0 || (b >> 46 & 7u) != 0 || (b >> 52 & 0x3ffu) != 0) {
     fprintf(stderr,
