@@ -167,17 +167,6 @@ long probe(const std::vector<uint16_t> &a, const std::vector<uint16_t> &tile,
   return size_t(nans) == elements ? kBuiltWithoutWgmma : wrong;
 }
 
-#ifdef LOOMRT_WGMMA_KEYS_EXCHANGED
-constexpr bool kBuiltKeysExchanged = true;
-#else
-constexpr bool kBuiltKeysExchanged = false;
-#endif
-#ifdef LOOMRT_WGMMA_VALUES_EXCHANGED
-constexpr bool kBuiltValuesExchanged = true;
-#else
-constexpr bool kBuiltValuesExchanged = false;
-#endif
-
 /// bench/gpu/CMakeLists.txt's LOOM_WGMMA_EXCHANGED for the products whose
 /// offsets are exchanged.
 const char *exchangedSetting(bool keys, bool values) {
@@ -260,7 +249,8 @@ int main() {
     return 2;
   }
   std::printf("wgmma probe: built with LOOM_WGMMA_EXCHANGED=%s\n",
-              exchangedSetting(kBuiltKeysExchanged, kBuiltValuesExchanged));
+              exchangedSetting(loomrt::attention::kKeysOffsetsExchanged,
+                               loomrt::attention::kValuesOffsetsExchanged));
   Readings scores = probeProduct<false>("scores (B K-major)",
                                         loomrt::attention::keysReading());
   Readings values = probeProduct<true>("P V (B MN-major, tnspB)",
@@ -282,14 +272,15 @@ int main() {
               "%s; for P V: %s): fix FusedAttention.cuh's descriptors and "
               "the emulation's reading of them (where neither reading is "
               "exact, suspect the registers' layouts of A and D)\n",
-              scores.exchanged ? "yes" : "no",
-              values.exchanged ? "yes" : "no");
+              scores.exchanged ? "yes" : "no", values.exchanged ? "yes" : "no");
   // Where one of the two readings is exact for each product, the build
   // that uses it (bench/gpu/run rebuilds so and probes again).
   if ((scores.kernels || scores.exchanged) &&
       (values.kernels || values.exchanged)) {
-    bool keysExchanged = scores.kernels == kBuiltKeysExchanged,
-         valuesExchanged = values.kernels == kBuiltValuesExchanged;
+    bool keysExchanged =
+             scores.kernels == loomrt::attention::kKeysOffsetsExchanged,
+         valuesExchanged =
+             values.kernels == loomrt::attention::kValuesOffsetsExchanged;
     std::printf("wgmma probe: rebuild with LOOM_WGMMA_EXCHANGED=%s\n",
                 exchangedSetting(keysExchanged, valuesExchanged));
   }

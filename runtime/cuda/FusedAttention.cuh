@@ -865,38 +865,41 @@ constexpr uint32_t kCoreRowsBytes = kHead / 8 * kCoreMatrixBytes; // 8 rows
 struct CoreTileReading {
   uint32_t leadingBytes, strideBytes, stepBytes;
 };
-/// `reading` with its leading and stride byte offsets exchanged: the same
-/// tile, for a GPU that takes the two the other way round. bench/gpu/run
-/// builds with LOOMRT_WGMMA_KEYS_EXCHANGED or LOOMRT_WGMMA_VALUES_EXCHANGED
-/// when bench/gpu/wgmma-probe.cu finds that only this reading of a product
-/// is exact, so that one GPU run checks and times the kernel either way.
+/// Whether this build reads a product's tiles with the leading and stride
+/// byte offsets exchanged: bench/gpu/run builds so (LOOMRT_WGMMA_KEYS_
+/// EXCHANGED, LOOMRT_WGMMA_VALUES_EXCHANGED) when bench/gpu/wgmma-probe.cu
+/// finds a GPU that takes the two the other way round from the PTX ISA's
+/// reading, so that one GPU run checks and times the kernel either way.
+#ifdef LOOMRT_WGMMA_KEYS_EXCHANGED
+constexpr bool kKeysOffsetsExchanged = true;
+#else
+constexpr bool kKeysOffsetsExchanged = false;
+#endif
+#ifdef LOOMRT_WGMMA_VALUES_EXCHANGED
+constexpr bool kValuesOffsetsExchanged = true;
+#else
+constexpr bool kValuesOffsetsExchanged = false;
+#endif
+/// `reading`, with its offsets exchanged if `exchanged`: the same tile.
 __host__ __device__ constexpr CoreTileReading
-exchangedOffsets(CoreTileReading reading) {
-  return {reading.strideBytes, reading.leadingBytes, reading.stepBytes};
+builtReading(CoreTileReading reading, bool exchanged) {
+  return exchanged ? CoreTileReading{reading.strideBytes, reading.leadingBytes,
+                                     reading.stepBytes}
+                   : reading;
 }
 /// The keys for the scores (B[k][n] is key n's column k, K-major): the next
 /// 8 columns are the next core matrix, the next 8 keys the next 8 rows of
 /// them; the k-th 16 columns are core matrices 2 k and 2 k + 1.
 __host__ __device__ constexpr CoreTileReading keysReading() {
-  constexpr CoreTileReading ptxReading = {kCoreMatrixBytes, kCoreRowsBytes,
-                                          2 * kCoreMatrixBytes};
-#ifdef LOOMRT_WGMMA_KEYS_EXCHANGED
-  return exchangedOffsets(ptxReading);
-#else
-  return ptxReading;
-#endif
+  return builtReading({kCoreMatrixBytes, kCoreRowsBytes, 2 * kCoreMatrixBytes},
+                      kKeysOffsetsExchanged);
 }
 /// The values for P V (B[k][n] is key k's column n, MN-major): along K the
 /// next 8 keys, along N the next core matrix; the k-th 16 keys are two rows
 /// of core matrices.
 __host__ __device__ constexpr CoreTileReading valuesReading() {
-  constexpr CoreTileReading ptxReading = {kCoreRowsBytes, kCoreMatrixBytes,
-                                          2 * kCoreRowsBytes};
-#ifdef LOOMRT_WGMMA_VALUES_EXCHANGED
-  return exchangedOffsets(ptxReading);
-#else
-  return ptxReading;
-#endif
+  return builtReading({kCoreRowsBytes, kCoreMatrixBytes, 2 * kCoreRowsBytes},
+                      kValuesOffsetsExchanged);
 }
 
 /// The descriptor of a core-matrix tile's `step`-th 16 rows of K.
