@@ -287,9 +287,16 @@ std::optional<Scalar> Generator::foldBinary(const Expr &expr, Scalar lhs,
         error(expr.loc()) << "division by zero";
         return std::nullopt;
       }
+      // The one quotient an i64 cannot hold (and on which x86's division
+      // traps, remainder included).
+      if (lhs.i == INT64_MIN && rhs.i == -1) {
+        error(expr.loc()) << "integer overflow in '" << expr.sourceText()
+                          << "'";
+        return std::nullopt;
+      }
       // Exact integer division stays an integer (D/H); otherwise the
       // quotient is a float.
-      if (lhs.i % rhs.i == 0 && !(lhs.i == INT64_MIN && rhs.i == -1))
+      if (lhs.i % rhs.i == 0)
         return Scalar{true, lhs.i / rhs.i, 0};
       return Scalar{false, 0, static_cast<double>(lhs.i) / rhs.i};
     }

@@ -135,6 +135,9 @@ double binary(Operation *op, double a, double b, bool integer) {
       return double(int64_t(uint64_t(x) - uint64_t(y)));
     if (isa<MulOp>(op))
       return double(int64_t(uint64_t(x) * uint64_t(y)));
+    // The most negative i64 over -1 wraps to itself (x86 traps on it).
+    if (y == -1)
+      return double(int64_t(0 - uint64_t(x)));
     return y == 0 ? 0.0 : double(x / y);
   }
   if (isa<AddOp>(op))

@@ -324,7 +324,7 @@ std::string scalarExpression(Operation *op, ArrayRef<std::string> args) {
   else if (isa<MulOp>(op))
     value = fp ? x + " * " + y : wrapping("*");
   else if (isa<DivOp>(op))
-    value = x + " / " + y;
+    value = fp ? x + " / " + y : "loom_div_int(" + x + ", " + y + ")";
   else if (isa<NegOp>(op))
     value = fp ? "-" + x : "(int64_t)(0 - (uint64_t)(" + x + "))";
   else if (isa<ReluOp>(op))
@@ -1675,6 +1675,12 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
      << "  return loomrt_f16_to_f32(loomrt_f32_to_f16(x));\n}\n"
      << fn << " int64_t loom_wrap32(int64_t x) {\n"
      << "  return (int32_t)(uint32_t)(uint64_t)x;\n}\n"
+     // Integer division wraps like the rest (the most negative i64 over
+     // -1 is itself) and gives 0 for a zero divisor (undefined in the
+     // language, 0 in the interpreter), where the hardware traps on both.
+     << fn << " int64_t loom_div_int(int64_t x, int64_t y) {\n"
+     << "  return y == -1 ? (int64_t)(0 - (uint64_t)x) : y == 0 ? 0 : x / y;"
+        "\n}\n"
      << fn << " float loom_gelu(float x) {\n"
      << "  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n"
      // 0.5 (1 + tanh(u)) = sigmoid(2u): one exp instead of tanhf. On a
