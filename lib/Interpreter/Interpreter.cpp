@@ -23,6 +23,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <fcntl.h>
@@ -170,7 +171,52 @@ private:
   LogicalResult einsum(Operation *op, StringRef spec, ArrayRef<Value> inputs,
                        Value result);
   LogicalResult loadArguments();
+  LogicalResult checkMemory();
 };
+
+/// The interpreter keeps every value of the model (a repeat body's, its
+/// last iteration's) as f64: a model whose values cannot fit this machine's
+/// memory is refused up front with the op that makes the largest, rather
+/// than ending in an allocation failure midway.
+LogicalResult Interpreter::checkMemory() {
+  auto bytesOf = [](Value v) -> double {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.hasStaticShape()
+               ? double(type.getNumElements()) * sizeof(double)
+               : 0.0;
+  };
+  double total = 0.0, largest = 0.0;
+  Location largestAt = model.getLoc();
+  for (BlockArgument argument : model.getArguments())
+    total += bytesOf(argument);
+  model.walk([&](Operation *op) {
+    for (Value result : op->getResults()) {
+      double bytes = bytesOf(result);
+      total += bytes;
+      if (bytes > largest) {
+        largest = bytes;
+        largestAt = op->getLoc();
+      }
+    }
+  });
+  double memory = double(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  if (memory <= 0.0 || total <= memory)
+    return success();
+  auto gib = [](double bytes) {
+    return llvm::formatv("{0:F1} GiB", bytes / (1024.0 * 1024.0 * 1024.0))
+        .str();
+  };
+  InFlightDiagnostic diagnostic =
+      model.emitError()
+      << "--interpret: the model's values take " << gib(total)
+      << " as the interpreter holds them (f64, every value kept), more than "
+         "this machine's "
+      << gib(memory)
+      << " of memory; run a smaller configuration, or the compiled program";
+  diagnostic.attachNote(largestAt)
+      << "the largest value, " << gib(largest) << ", is made here";
+  return diagnostic;
+}
 
 LogicalResult Interpreter::loadArguments() {
   struct Source {
@@ -721,7 +767,8 @@ LogicalResult Interpreter::runBlock(Block &block) {
 }
 
 LogicalResult Interpreter::run(llvm::raw_ostream &os) {
-  if (failed(loadArguments()) || failed(runBlock(model.getBody().front())))
+  if (failed(checkMemory()) || failed(loadArguments()) ||
+      failed(runBlock(model.getBody().front())))
     return failure();
   auto returnOp = cast<func::ReturnOp>(model.getBody().front().getTerminator());
   std::vector<loomrt::TensorEntry> entries;
