@@ -421,8 +421,6 @@ Type Generator::elementType(const Ident &dtype) {
       .Default(Type());
 }
 
-/// Largest element count of one tensor; beyond it sizes overflow downstream.
-static constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 RankedTensorType Generator::tensorType(const ast::TensorType &type) {
   // Sizes in a written type name global constants only, never local values
@@ -446,7 +444,7 @@ RankedTensorType Generator::tensorType(const ast::TensorType &type) {
       continue;
     }
     if (llvm::MulOverflow(elements, *size, elements) ||
-        elements > kMaxElements) {
+        elements > kMaxTensorElements) {
       error(dim.size->loc()) << "tensor has more than 2^48 elements";
       return {};
     }
@@ -1145,7 +1143,7 @@ Value Generator::materializeParam(RepeatContext *repeat, RankedTensorType type,
   llvm::append_range(shape, type.getShape());
   int64_t elements;
   if (llvm::MulOverflow(type.getNumElements(), repeat->count, elements) ||
-      elements > kMaxElements) {
+      elements > kMaxTensorElements) {
     error(at) << "stacked over its repeat's " << repeat->count
               << " layers, this parameter has more than 2^48 elements";
     return {};
@@ -2068,7 +2066,7 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
         return fail();
       }
       if (llvm::MulOverflow(elements, size, elements) ||
-          elements > kMaxElements) {
+          elements > kMaxTensorElements) {
         error(slots[1]->loc()) << "reshape target has too many elements";
         return fail();
       }

@@ -9,6 +9,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <charconv>
@@ -284,7 +285,13 @@ inferConcatType(OptLoc loc, ArrayRef<RankedTensorType> inputs, int64_t dim) {
       return emitOptionalError(loc, "concat: ", describeType(first), " and ",
                                describeType(input),
                                " differ outside dimension ", dim);
-    shape[dim] += input.getShape()[dim];
+    shape[dim] += input.getShape()[dim]; // each at most 2^48: no overflow
+    int64_t elements = 1; // at most 2^48 before this operand, 2^49 after
+    for (int64_t size : shape)
+      elements *= size;
+    if (elements > kMaxTensorElements)
+      return emitOptionalError(loc, "concat: the result has more than 2^48 "
+                                    "elements");
   }
   return RankedTensorType::get(shape, first.getElementType());
 }
@@ -300,7 +307,11 @@ FailureOr<SmallVector<Type>> inferSplitTypes(OptLoc loc, RankedTensorType input,
     if (size <= 0)
       return emitOptionalError(loc, "split: piece sizes must be positive, got ",
                                size);
-    total += size;
+    // A sum that wrapped around could equal the dimension's size.
+    if (llvm::AddOverflow(total, size, total))
+      return emitOptionalError(
+          loc, "split: piece sizes add up to more than 2^63 - 1 but dimension ",
+          dim, " of ", describeType(input), " is ", input.getShape()[dim]);
     SmallVector<int64_t> shape(input.getShape());
     shape[dim] = size;
     types.push_back(RankedTensorType::get(shape, input.getElementType()));

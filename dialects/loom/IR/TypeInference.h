@@ -21,6 +21,11 @@
 
 namespace loom {
 
+/// Largest element count of one tensor (2^48); beyond it sizes and byte
+/// counts overflow downstream. The front end and type inference refuse
+/// larger types.
+constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
+
 using OptLoc = std::optional<mlir::Location>;
 
 /// Element type of a binary op on `lhs` and `rhs`: equal types, or f32 mixed
