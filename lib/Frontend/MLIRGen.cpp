@@ -734,6 +734,25 @@ void Generator::declareMesh() {
     }
     sizes[std::distance(names.begin(), it)] = override.size;
   }
+  // Every device count derived from the mesh (a sharding's, the world's, a
+  // microbatch's) then fits an int64_t, and the world an MPI rank (an int).
+  int64_t devices = 1;
+  bool overflow = false;
+  for (int64_t size : sizes)
+    overflow |= llvm::MulOverflow(devices, size, devices);
+  if (overflow || devices > kMaxMeshDevices) {
+    std::string product;
+    for (auto [name, size] : llvm::zip(names, sizes))
+      product += (product.empty() ? "" : " x ") +
+                 cast<StringAttr>(name).getValue().str() + "=" +
+                 std::to_string(size);
+    error(meshDecl->name.loc)
+        << "mesh '" << meshDecl->name.name << "' has "
+        << (overflow ? "2^63 or more" : std::to_string(devices)) << " devices ("
+        << product
+        << "); a mesh has at most 2^31 - 1 (MPI numbers ranks with an int)";
+    ok = false;
+  }
   SmallVector<Attribute> manual;
   for (Attribute name : names)
     if (manualAxes.count(cast<StringAttr>(name).getValue()))
@@ -2631,13 +2650,15 @@ void Generator::generateTrain(const TrainDecl &train) {
           axesText += " x " + axis.name + "=" +
                       std::to_string(*mesh.getAxisSize(axis.name));
         }
-      int64_t batch = type.getShape().front();
-      if (batch % (microbatches * devices) != 0)
+      int64_t batch = type.getShape().front(), perBatch = 0;
+      bool overflow = llvm::MulOverflow(microbatches, devices, perBatch);
+      if (overflow || batch % perBatch != 0)
         errorWithNote(
             microbatchClause->value->loc(),
             Twine(microbatches) + " microbatches" + axesText + " = " +
-                Twine(microbatches * devices) + " does not divide the batch " +
-                Twine(batch) + " of '" + first.name.name + "'",
+                (overflow ? "2^63 or more" : std::to_string(perBatch)) +
+                " does not divide the batch " + Twine(batch) + " of '" +
+                first.name.name + "'",
             first.type.dims.front().size->loc(), "batch dimension here");
     }
   }

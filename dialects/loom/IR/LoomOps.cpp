@@ -12,6 +12,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace loom;
@@ -59,6 +60,7 @@ LogicalResult MeshOp::verify() {
   if (getAxisNames().empty())
     return emitOpError("needs at least one axis");
   llvm::SmallSet<StringRef, 8> seen;
+  int64_t devices = 1;
   for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes())) {
     StringRef axis = cast<StringAttr>(name).getValue();
     if (!seen.insert(axis).second)
@@ -66,6 +68,8 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError("axis '")
              << axis << "' must have a positive size, got " << size;
+    if (llvm::MulOverflow(devices, size, devices) || devices > kMaxMeshDevices)
+      return emitOpError("has more than 2^31 - 1 devices");
   }
   for (Attribute manual : getManualAxes())
     if (!getAxisSize(cast<StringAttr>(manual).getValue()))

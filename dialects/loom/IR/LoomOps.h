@@ -30,6 +30,11 @@ struct CommunicationResource
     : public mlir::SideEffects::Resource::Base<CommunicationResource> {
   llvm::StringRef getName() override { return "loom.communication"; }
 };
+
+/// Most devices of a mesh: MPI numbers ranks with an int. Every device
+/// count derived from a valid mesh (a sharding's, the world's, a
+/// microbatch's) then fits an int64_t.
+constexpr int64_t kMaxMeshDevices = 2147483647;
 } // namespace loom
 
 #define GET_OP_CLASSES

@@ -33,6 +33,17 @@ loom.mesh @mesh ["dp" = -2]
 
 // -----
 
+// Device counts fit MPI's int ranks (and never overflow int64_t).
+// expected-error @+1 {{'loom.mesh' op has more than 2^31 - 1 devices}}
+loom.mesh @mesh ["dp" = 65536, "tp" = 32768]
+
+// -----
+
+// expected-error @+1 {{'loom.mesh' op has more than 2^31 - 1 devices}}
+loom.mesh @mesh ["a" = 4294967296, "b" = 4294967296]
+
+// -----
+
 // expected-error @+1 {{'loom.mesh' op manual axis "pp" is not an axis of the mesh}}
 loom.mesh @mesh ["dp" = 2] manual ["pp"]
 
