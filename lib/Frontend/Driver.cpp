@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -189,6 +190,10 @@ static std::string formatInit(InitAttr init) {
 }
 
 void loom::printParams(ModuleOp module, llvm::raw_ostream &os) {
+  if (llvm::none_of(module.getOps<func::FuncOp>(), [](func::FuncOp function) {
+        return function->hasAttr(LoomDialect::kModelAttrName);
+      }))
+    os << "# the file defines no model, so no parameters\n";
   for (auto function : module.getOps<func::FuncOp>()) {
     if (!function->hasAttr(LoomDialect::kModelAttrName))
       continue;
@@ -202,6 +207,7 @@ void loom::printParams(ModuleOp module, llvm::raw_ostream &os) {
     os << "# parameters of model " << function.getSymName()
        << " (name, type with sharding, initialiser)\n";
     int64_t count = 0, totalBytes = 0;
+    bool totalOverflows = false;
     for (BlockArgument arg : function.getArguments()) {
       unsigned index = arg.getArgNumber();
       auto name = function.getArgAttrOfType<StringAttr>(
@@ -216,13 +222,14 @@ void loom::printParams(ModuleOp module, llvm::raw_ostream &os) {
       int64_t bytes = type.getNumElements() *
                       ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
       ++count;
-      totalBytes += bytes;
+      totalOverflows |= llvm::AddOverflow(totalBytes, bytes, totalBytes);
       os << llvm::formatv("{0,-36} {1,-30} {2}{3}\n", name.getValue(),
                           formatShardedType(type, sharding), formatInit(init),
                           stacked.contains(arg) ? "  (stacked over layers)"
                                                 : "");
     }
-    os << "# " << count << " parameter tensors, " << totalBytes
+    os << "# " << count << " parameter tensors, "
+       << (totalOverflows ? "more than 2^63 - 1" : std::to_string(totalBytes))
        << " bytes in all\n";
   }
 }

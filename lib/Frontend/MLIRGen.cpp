@@ -130,8 +130,8 @@ class Generator {
 public:
   Generator(MLIRContext &context, llvm::SourceMgr &sourceMgr,
             const FrontendOptions &options)
-      : context(context), locator(sourceMgr), options(options),
-        builder(&context) {}
+      : context(context), sourceMgr(sourceMgr), locator(sourceMgr),
+        options(options), builder(&context) {}
 
   OwningOpRef<ModuleOp> run(const Program &program);
 
@@ -229,6 +229,7 @@ private:
   Val named(Val value, StringRef name);
 
   MLIRContext &context;
+  llvm::SourceMgr &sourceMgr;
   SourceLocator locator;
   const FrontendOptions &options;
   OpBuilder builder;
@@ -776,7 +777,16 @@ void Generator::declareMesh() {
 }
 
 OwningOpRef<ModuleOp> Generator::run(const Program &program) {
-  OwningOpRef<ModuleOp> owned = ModuleOp::create(UnknownLoc::get(&context));
+  // The module is the file given to loomc: what concerns the whole program
+  // (it defines no model) is reported at its start.
+  Location fileStart = UnknownLoc::get(&context);
+  if (sourceMgr.getNumBuffers() > 0) // the first buffer, loaded before imports
+    fileStart = FileLineColLoc::get(
+        &context,
+        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
+            ->getBufferIdentifier(),
+        1, 1);
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(fileStart);
   module = *owned;
   collectDecls(program);
   declareMesh();
