@@ -29,6 +29,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <cmath>
 
@@ -230,6 +231,8 @@ private:
 
   MLIRContext &context;
   llvm::SourceMgr &sourceMgr;
+  /// How often the repeat being generated runs, with those around it.
+  int64_t enclosingRuns = 1;
   SourceLocator locator;
   const FrontendOptions &options;
   OpBuilder builder;
@@ -776,6 +779,9 @@ void Generator::declareMesh() {
   meshRef = FlatSymbolRefAttr::get(&context, meshDecl->name.name);
 }
 
+/// Most runs of a repeat's body, its count times those around it.
+static constexpr int64_t kMaxRepeatRuns = 2147483647;
+
 OwningOpRef<ModuleOp> Generator::run(const Program &program) {
   // The module is the file given to loomc: what concerns the whole program
   // (it defines no model) is reported at its start.
@@ -1210,6 +1216,20 @@ void Generator::generateRepeat(const Stmt &stmt) {
     poisonTargets();
     return;
   }
+  // Counts of nested repeats (here or in the blocks they call) multiply
+  // into the runs of every op in the body, which --report and the memory
+  // plan count in int64_t.
+  int64_t runs = 0;
+  bool overflow = llvm::MulOverflow(enclosingRuns, *count, runs);
+  if (overflow || runs > kMaxRepeatRuns) {
+    error(stmt.count->loc())
+        << "repeat: with the repeats around it, this body would run "
+        << (overflow ? "2^63 or more" : std::to_string(runs))
+        << " times; at most 2^31 - 1";
+    poisonTargets();
+    return;
+  }
+  llvm::SaveAndRestore<int64_t> nested(enclosingRuns, runs);
   if (stmt.values.size() != stmt.targets.size()) {
     error(stmt.range.Start)
         << "repeat body gives " << stmt.values.size() << " value(s) for "
