@@ -60,7 +60,11 @@ std::string lineColumn(StringRef text, const char *at) {
 using BracketError = std::optional<std::pair<SMLoc, std::string>>;
 
 /// Checks what ANTLR handles badly, before it runs: brackets nested deeper
-/// than kMaxNestingDepth (ANTLR recurses per level), long runs of prefix '-',
+/// than kMaxNestingDepth (ANTLR recurses per level), more than
+/// kMaxOperatorsInRow operators between braces or ';' (the syntax tree
+/// of a chain of them is as deep as it is long, and each walk of it
+/// recurses; no expression spans those), long runs of
+/// prefix '-',
 /// and unterminated block comments (which the lexer would report as a stray
 /// '/'); these stop parsing. Also finds the first unmatched
 /// bracket, which the caller reports in place of ANTLR's messages, should
@@ -68,7 +72,7 @@ using BracketError = std::optional<std::pair<SMLoc, std::string>>;
 bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
                     BracketError &bracketError) {
   SmallVector<const char *, 32> open;
-  unsigned minusRun = 0;
+  unsigned minusRun = 0, operatorsInRow = 0;
   bool matchBrackets = true;
   auto closerOf = [](char c) { return c == '(' ? ')' : c == '[' ? ']' : '}'; };
   for (size_t i = 0; i < text.size(); ++i) {
@@ -103,8 +107,21 @@ bool checkStructure(StringRef text, const SyntaxErrorHandler &onError,
       i = j;
       continue;
     }
+    // No expression spans a '{', '}' or ';' (newlines carry no meaning).
+    if (c == '{' || c == '}' || c == ';')
+      operatorsInRow = 0;
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
       continue;
+    bool arrow = c == '-' && i + 1 < text.size() && text[i + 1] == '>';
+    if ((c == '+' || (c == '-' && !arrow) || c == '*' || c == '/' ||
+         c == '@') &&
+        ++operatorsInRow > kMaxOperatorsInRow) {
+      onError(SMLoc::getFromPointer(at),
+              "more than " + std::to_string(kMaxOperatorsInRow) +
+                  " operators in a row (with no '{', '}' or ';' between "
+                  "them)");
+      return false;
+    }
     if (c == '-') {
       if (++minusRun > kMaxNestingDepth) {
         onError(SMLoc::getFromPointer(at),

@@ -21,6 +21,9 @@ using SyntaxErrorHandler =
 /// Deepest bracket nesting the parser accepts. The ANTLR runtime recurses per
 /// level, so deeper input is rejected before it runs.
 constexpr unsigned kMaxNestingDepth = 256;
+/// Most operators between braces or ';' (so in one expression): a chain of
+/// 600,000 fits the front end's stack.
+constexpr unsigned kMaxOperatorsInRow = 100000;
 
 /// Parses buffer `bufferId` of `sourceMgr`. Before parsing, rejects invalid
 /// UTF-8 at the first bad byte, unmatched brackets, and nesting deeper than
