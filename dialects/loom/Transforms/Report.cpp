@@ -198,8 +198,10 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                            op.getLogitsType().getIntOrFloatBitWidth() / 8);
     });
   }
-  int64_t paramBytes = 0, inputBytes = 0, numParams = 0;
-  double activationBytes = 0, flops = 0;
+  // Byte counts add in double, like the activations: a sum of 2^48-element
+  // tensors (a block called many times) can pass 2^63.
+  int64_t numParams = 0;
+  double paramBytes = 0, inputBytes = 0, activationBytes = 0, flops = 0;
   std::string meshText;
   for (MeshOp mesh : module.getOps<MeshOp>()) {
     llvm::raw_string_ostream meshOs(meshText);
@@ -285,11 +287,10 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
   }
   auto mib = [](double bytes) { return bytes / (1024.0 * 1024.0); };
   os << "per-rank report (one forward pass) on mesh " << meshText << "\n";
-  os << llvm::format("  parameters:   %lld tensors, %lld bytes (%.2f MiB)\n",
-                     static_cast<long long>(numParams),
-                     static_cast<long long>(paramBytes), mib(paramBytes));
-  os << llvm::format("  inputs:       %lld bytes\n",
-                     static_cast<long long>(inputBytes));
+  os << llvm::format("  parameters:   %lld tensors, %.0f bytes (%.2f MiB)\n",
+                     static_cast<long long>(numParams), paramBytes,
+                     mib(paramBytes));
+  os << llvm::format("  inputs:       %.0f bytes\n", inputBytes);
   os << llvm::format("  activations:  %.0f bytes (%.2f MiB)\n", activationBytes,
                      mib(activationBytes));
   os << llvm::format("  flops:        %.4g\n", flops);
