@@ -17,7 +17,8 @@
 // runs it before it checks the kernel; the exit code is 0 only when the
 // kernel's reading is exact for both products. Where it is not, but one
 // of the two readings is exact for each product, the probe names the
-// build that uses those (LOOM_WGMMA_EXCHANGED: the kernel built with
+// build that uses those (and writes it to --verdict's file)
+// (LOOM_WGMMA_EXCHANGED: the kernel built with
 // LOOMRT_WGMMA_KEYS_EXCHANGED or LOOMRT_WGMMA_VALUES_EXCHANGED), and
 // bench/gpu/run rebuilds so and probes again before any check. Built for
 // sm_90a (nvcc) or, with runtime/tools/cuda-on-cpu.py, on the host, where
@@ -231,7 +232,16 @@ Readings probeProduct(const char *name,
 
 } // namespace
 
-int main() {
+/// wgmma-probe [--verdict FILE]: with --verdict, the rebuild's setting
+/// (LOOM_WGMMA_EXCHANGED) also goes to FILE when the probe advises one.
+int main(int argc, char **argv) {
+  const char *verdictPath = nullptr;
+  if (argc == 3 && !std::strcmp(argv[1], "--verdict")) {
+    verdictPath = argv[2];
+  } else if (argc != 1) {
+    std::printf("usage: wgmma-probe [--verdict FILE]\n");
+    return 2;
+  }
   int devices = 0, device = 0, major = 0, minor = 0;
   if (!check(cudaGetDeviceCount(&devices), "no GPU that CUDA can use") ||
       !check(cudaGetDevice(&device), "no GPU that CUDA can use") ||
@@ -281,8 +291,17 @@ int main() {
              scores.kernels == loomrt::attention::kKeysOffsetsExchanged,
          valuesExchanged =
              values.kernels == loomrt::attention::kValuesOffsetsExchanged;
-    std::printf("wgmma probe: rebuild with LOOM_WGMMA_EXCHANGED=%s\n",
-                exchangedSetting(keysExchanged, valuesExchanged));
+    const char *setting = exchangedSetting(keysExchanged, valuesExchanged);
+    std::printf("wgmma probe: rebuild with LOOM_WGMMA_EXCHANGED=%s\n", setting);
+    // For bench/gpu/run, which rebuilds with exactly this.
+    if (verdictPath) {
+      FILE *verdict = std::fopen(verdictPath, "w");
+      if (!verdict || std::fprintf(verdict, "%s\n", setting) < 0 ||
+          std::fclose(verdict) != 0) {
+        std::printf("wgmma probe: cannot write %s\n", verdictPath);
+        return 2;
+      }
+    }
   }
   return 1;
 }

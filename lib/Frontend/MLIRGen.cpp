@@ -425,7 +425,6 @@ Type Generator::elementType(const Ident &dtype) {
       .Default(Type());
 }
 
-
 RankedTensorType Generator::tensorType(const ast::TensorType &type) {
   // Sizes in a written type name global constants only, never local values
   // of whichever body happens to be calling.
@@ -740,11 +739,8 @@ void Generator::declareMesh() {
   }
   // Every device count derived from the mesh (a sharding's, the world's, a
   // microbatch's) then fits an int64_t, and the world an MPI rank (an int).
-  int64_t devices = 1;
-  bool overflow = false;
-  for (int64_t size : sizes)
-    overflow |= llvm::MulOverflow(devices, size, devices);
-  if (overflow || devices > kMaxMeshDevices) {
+  std::optional<int64_t> devices = countDevices(sizes);
+  if (!devices || *devices > kMaxMeshDevices) {
     std::string product;
     for (auto [name, size] : llvm::zip(names, sizes))
       product += (product.empty() ? "" : " x ") +
@@ -752,7 +748,7 @@ void Generator::declareMesh() {
                  std::to_string(size);
     error(meshDecl->name.loc)
         << "mesh '" << meshDecl->name.name << "' has "
-        << (overflow ? "2^63 or more" : std::to_string(devices)) << " devices ("
+        << (devices ? std::to_string(*devices) : "2^63 or more") << " devices ("
         << product
         << "); a mesh has at most 2^31 - 1 (MPI numbers ranks with an int)";
     ok = false;

@@ -60,7 +60,6 @@ LogicalResult MeshOp::verify() {
   if (getAxisNames().empty())
     return emitOpError("needs at least one axis");
   llvm::SmallSet<StringRef, 8> seen;
-  int64_t devices = 1;
   for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes())) {
     StringRef axis = cast<StringAttr>(name).getValue();
     if (!seen.insert(axis).second)
@@ -68,9 +67,10 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError("axis '")
              << axis << "' must have a positive size, got " << size;
-    if (llvm::MulOverflow(devices, size, devices) || devices > kMaxMeshDevices)
-      return emitOpError("has more than 2^31 - 1 devices");
   }
+  std::optional<int64_t> devices = countDevices(getAxisSizes());
+  if (!devices || *devices > kMaxMeshDevices)
+    return emitOpError("has more than 2^31 - 1 devices");
   for (Attribute manual : getManualAxes())
     if (!getAxisSize(cast<StringAttr>(manual).getValue()))
       return emitOpError("manual axis ")
@@ -91,11 +91,16 @@ bool MeshOp::isManualAxis(StringRef axis) {
   });
 }
 
-int64_t MeshOp::getNumDevices() {
+std::optional<int64_t> loom::countDevices(ArrayRef<int64_t> axisSizes) {
   int64_t devices = 1;
-  for (int64_t size : getAxisSizes())
-    devices *= size;
+  for (int64_t size : axisSizes)
+    if (llvm::MulOverflow(devices, size, devices))
+      return std::nullopt;
   return devices;
+}
+
+int64_t MeshOp::getNumDevices() {
+  return *countDevices(getAxisSizes()); // the verifier bounds it
 }
 
 MeshOp loom::lookupMesh(Operation *anchor, FlatSymbolRefAttr mesh) {

@@ -35,6 +35,8 @@ struct CommunicationResource
 /// count derived from a valid mesh (a sharding's, the world's, a
 /// microbatch's) then fits an int64_t.
 constexpr int64_t kMaxMeshDevices = 2147483647;
+/// The product of a mesh's axis sizes, or nothing if it overflows int64_t.
+std::optional<int64_t> countDevices(llvm::ArrayRef<int64_t> axisSizes);
 } // namespace loom
 
 #define GET_OP_CLASSES
