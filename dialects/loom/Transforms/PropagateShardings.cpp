@@ -102,6 +102,8 @@ private:
   llvm::DenseMap<Operation *, size_t> groupIndex;
   SmallVector<int64_t> rounds;
   SmallVector<Operation *> pendingRebuild;
+  /// The operands that propagation has resharded, as (op, operand index).
+  llvm::DenseSet<std::pair<Operation *, unsigned>> resharded;
 };
 
 } // namespace
@@ -298,14 +300,25 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
          claimedElsewhere(a, candidate.axes)) ||
         (b.operandIndex && !a.operandIndex && claimedElsewhere(b, target.axes)))
       continue;
+    // An operand is resharded at most once for its op: moving it again
+    // could only swing it between two sides that each keep their axes (a
+    // result given others by a later op, and another operand), forever.
+    // The partitioner then moves what the op's layout needs.
+    auto movedBefore = [&](const Member &member) {
+      return resharded.contains({groups.op, *member.operandIndex});
+    };
     bool moveA = a.operandIndex &&
                  (!b.operandIndex || (target.priority == candidate.priority &&
                                       bytes(a.value) < bytes(b.value)));
-    std::string why = target.priority != candidate.priority
+    std::string why = !a.operandIndex || !b.operandIndex
+                          ? "the other is the op's result"
+                      : target.priority != candidate.priority
                           ? "the other annotation has the higher priority"
                       : bytes(a.value) == bytes(b.value)
                           ? "both cost the same; the later operand moves"
                           : "it costs fewer bytes";
+    if (moveA ? movedBefore(a) : b.operandIndex && movedBefore(b))
+      continue;
     if (moveA)
       reshardOperand(groups.op, a, candidate, target, why);
     else if (b.operandIndex)
@@ -387,14 +400,19 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
 
 bool Propagator::processGroups(size_t opIndex, int64_t round) {
   bool changed = false;
-  for (size_t i = 0; i < opGroups[opIndex].groups.size(); ++i) {
-    Outcome outcome = processGroup(opGroups[opIndex], i, round);
+  for (size_t i = 0; i < opGroups[opIndex].groups.size();) {
+    Outcome outcome = processGroup(opGroups[opIndex], i++, round);
     if (outcome == Outcome::Rebuilt) {
-      // The op has a new operand: rebuild its groups and its reshard's.
+      // The op has a new operand: rebuild its groups and its reshard's, and
+      // go over the op again before the sweep moves on, so that its results
+      // take the agreed axes before a later op can push others back into
+      // them.
       for (Operation *op : llvm::make_early_inc_range(pendingRebuild))
         buildGroups(op);
       pendingRebuild.clear();
-      return true;
+      changed = true;
+      i = 0;
+      continue;
     }
     changed |= outcome == Outcome::Changed;
   }
@@ -448,6 +466,7 @@ void Propagator::reshardOperand(Operation *op, Member loser, DimState winner,
                       << winnerLoc << "; moving " << describeValue(value)
                       << " (" << type.getNumElements() << " elements): " << why;
   op->setOperand(*loser.operandIndex, shard.getResult());
+  resharded.insert({op, *loser.operandIndex});
   states[shard.getResult()] = dims;
   for (DimState &state : states[shard.getResult()])
     state.origin = op->getLoc();

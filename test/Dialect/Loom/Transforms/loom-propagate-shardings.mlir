@@ -1,4 +1,5 @@
 // RUN: loom-opt %s --loom-propagate-shardings 2>&1 | FileCheck %s
+// RUN: loom-opt %s --loom-propagate-shardings 2>&1 | FileCheck %s --check-prefix=ONCE
 
 // Priorities decide: the p0 annotation (dp) wins over the p1 one (tp) on
 // the add, and the loser is resharded explicitly with a remark naming both.
@@ -6,6 +7,24 @@
 // are never changed.
 
 loom.mesh @m ["dp" = 2, "tp" = 2, "pp" = 2] manual ["pp"]
+
+// An operand moves at most once for its op. %g moves to %o's (tp, dp);
+// then the result's own (dp, tp) moves %o. Moving %g again (it is cheaper
+// than %o) would start a swing between the two sides; instead the reshard
+// of %g stays, and the partitioner moves it to the op's layout.
+func.func @T(%o: tensor<16x16xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp", "dp"}]>},
+             %g: tensor<16xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}]>}) -> tensor<16x16xf32> attributes {loom.model} {
+  %p = loom.mul %o, %g {loom.sharding = [#loom.sharding<@m, [{}, {"dp", "tp"}]>]} : tensor<16x16xf32>, tensor<16xf32> -> tensor<16x16xf32>
+  return %p : tensor<16x16xf32>
+}
+// ONCE: loom-propagate-shardings.mlir:[[@LINE-3]]:8: remark: reshard of argument 1 for loom.mul: its dimension 0 is {"dp"} by the annotation at loom-propagate-shardings.mlir:[[@LINE-4]]:14 but {"tp", "dp"} by the annotation at loom-propagate-shardings.mlir:[[@LINE-5]]:14; moving argument 1 (16 elements): it costs fewer bytes
+// ONCE: loom-propagate-shardings.mlir:[[@LINE-4]]:8: remark: reshard of argument 0 for loom.mul: its dimension 1 is {"tp", "dp"} by the annotation at loom-propagate-shardings.mlir:[[@LINE-6]]:14 but {"dp", "tp"} by the annotation at loom-propagate-shardings.mlir:[[@LINE-4]]:8; moving argument 0 (256 elements): the other is the op's result
+// ONCE-NOT: for loom.mul
+// ONCE-LABEL: func.func @T
+// ONCE: %[[G:.*]] = loom.shard %arg1 as <@m, [{"tp", "dp"}]>
+// ONCE: %[[O:.*]] = loom.shard %arg0 as <@m, [{}, {"dp", "tp"}]>
+// ONCE-NEXT: loom.mul %[[O]], %[[G]] {loom.sharding = [#loom.sharding<@m, [{}, {"dp", "tp"}]>]}
+
 func.func @P(%a: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{?}, {?}]>},
              %b: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{?}, {?}]>}) -> tensor<8x16xf32> attributes {loom.model} {
   %x = loom.shard %a as <@m, [{"tp"}p1, {?}]> : tensor<8x16xf32>
@@ -15,12 +34,12 @@ func.func @P(%a: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{?}, {?}]
   return %w : tensor<8x16xf32>
 }
 
-// CHECK: loom-propagate-shardings.mlir:13:8: remark: reshard of the result of loom.shard for loom.add: its dimension 0 is {"tp"} by the annotation at loom-propagate-shardings.mlir:11:8 but {"dp"} by the annotation at loom-propagate-shardings.mlir:12:8
+// CHECK: loom-propagate-shardings.mlir:[[@LINE-5]]:8: remark: reshard of the result of loom.shard for loom.add: its dimension 0 is {"tp"} by the annotation at loom-propagate-shardings.mlir:[[@LINE-7]]:8 but {"dp"} by the annotation at loom-propagate-shardings.mlir:[[@LINE-6]]:8
 // CHECK-NOT: remark
 // CHECK-LABEL: func.func @P
 // CHECK-SAME: loom.sharding = #loom.sharding<@m, [{"tp"}, {}]>
 // CHECK-SAME: loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>
-// CHECK: %[[R:.*]] = loom.shard %{{.*}} as <@m, [{"dp"}, {}]> {loom.reason = {conflict = "loom-propagate-shardings.mlir:12:8 vs loom-propagate-shardings.mlir:11:8"}
+// CHECK: %[[R:.*]] = loom.shard %{{.*}} as <@m, [{"dp"}, {}]> {loom.reason = {conflict = "loom-propagate-shardings.mlir:[[@LINE-11]]:8 vs loom-propagate-shardings.mlir:[[@LINE-12]]:8"}
 // CHECK: loom.add %[[R]], %{{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
 // CHECK: loom.exp %{{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
 
@@ -69,3 +88,4 @@ func.func @S(%x: tensor<8x64xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>}
 // CHECK-LABEL: func.func @S
 // CHECK-NOT: loom.shard %
 // CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{}, {}]>]}
+
