@@ -2039,6 +2039,21 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
       }
       eps = *value;
     }
+    // Scale and bias may each be x's type or f32, but a norm takes one
+    // type for both: widen the other to f32, which is exact since the
+    // norm computes in f32 either way.
+    Type scaleElement = scale.type().getElementType(),
+         biasElement = bias.type().getElementType();
+    auto allowed = [&](Type element) {
+      return element == x.type().getElementType() || element.isF32();
+    };
+    if (isLayerNorm && scaleElement != biasElement && allowed(scaleElement) &&
+        allowed(biasElement)) {
+      Val &narrow = scaleElement.isF32() ? bias : scale;
+      auto wide =
+          RankedTensorType::get(narrow.type().getShape(), builder.getF32Type());
+      narrow = Val::of(CastOp::create(builder, location, wide, narrow.tensor));
+    }
     SmallVector<RankedTensorType> affine{scale.type()};
     if (isLayerNorm)
       affine.push_back(bias.type());

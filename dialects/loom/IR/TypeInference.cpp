@@ -213,6 +213,13 @@ FailureOr<RankedTensorType> inferNormType(OptLoc loc, StringRef op,
                                describeType(input.getElementType()),
                                ") or f32");
   }
+  // The kernels read scale and bias as one type (the front end widens a
+  // narrower one to f32).
+  if (affine.size() == 2 &&
+      affine[0].getElementType() != affine[1].getElementType())
+    return emitOptionalError(loc, op, ": scale ", describeType(affine[0]),
+                             " and bias ", describeType(affine[1]),
+                             " have different element types");
   return input;
 }
 

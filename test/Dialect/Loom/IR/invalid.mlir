@@ -730,6 +730,17 @@ func.func @norm_scale_bias_differ(%x: tensor<2x8xbf16>, %g: tensor<8xf32>, %b: t
 
 // -----
 
+// The kernels read scale and bias as one type; the front end widens the
+// narrower (docs/language.md 12.4).
+func.func @norm_scale_bias_types(%x: tensor<2x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{layernorm: scale bf16[8] and bias f32[8] have different element types}}
+  // expected-error @+1 {{'loom.layernorm' op failed to infer returned types}}
+  %0 = loom.layernorm %x, %g, %b eps = 1.0e-05 : tensor<2x8xbf16>, tensor<8xbf16>, tensor<8xf32> -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
 func.func @norm_scale_rank0(%x: tensor<2x8xbf16>, %g: tensor<f32>) {
   // expected-error @+2 {{rmsnorm: scale/bias f32[] must match the trailing dimensions of the input bf16[2, 8]}}
   // expected-error @+1 {{'loom.rmsnorm' op failed to infer returned types}}

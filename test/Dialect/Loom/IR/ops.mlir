@@ -147,14 +147,17 @@ func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %0 : tensor<4x8xf32>
 }
 
-// Scale and bias may be f32 or the input's element type.
+// Scale and bias may be f32 or the input's element type, one type for both
+// (invalid.mlir: @norm_scale_bias_types).
 // CHECK-LABEL: func.func @norms(
-// CHECK-SAME:      %[[X:[^:]*]]: tensor<2x4x8xbf16>, %[[G:[^:]*]]: tensor<8xf32>, %[[B:[^:]*]]: tensor<8xbf16>)
-// CHECK:         loom.layernorm %[[X]], %[[G]], %[[B]] eps = 1.000000e-05 : tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xbf16> -> tensor<2x4x8xbf16>
+// CHECK-SAME:      %[[X:[^:]*]]: tensor<2x4x8xbf16>, %[[G:[^:]*]]: tensor<8xf32>, %[[B:[^:]*]]: tensor<8xf32>, %[[H:[^:]*]]: tensor<8xbf16>)
+// CHECK:         loom.layernorm %[[X]], %[[G]], %[[B]] eps = 1.000000e-05 : tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x8xbf16>
+// CHECK:         loom.layernorm %[[X]], %[[H]], %[[H]] eps = 1.000000e-05 : tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16> -> tensor<2x4x8xbf16>
 // CHECK:         loom.rmsnorm %[[X]], %[[G]] eps = 9.9999999999999995E-7 : tensor<2x4x8xbf16>, tensor<8xf32> -> tensor<2x4x8xbf16>
-func.func @norms(%x: tensor<2x4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xbf16>) {
-  %0 = loom.layernorm %x, %g, %b eps = 1.0e-05 : tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xbf16> -> tensor<2x4x8xbf16>
-  %1 = loom.rmsnorm %x, %g eps = 1.0e-06 : tensor<2x4x8xbf16>, tensor<8xf32> -> tensor<2x4x8xbf16>
+func.func @norms(%x: tensor<2x4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xf32>, %h: tensor<8xbf16>) {
+  %0 = loom.layernorm %x, %g, %b eps = 1.0e-05 : tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x8xbf16>
+  %1 = loom.layernorm %x, %h, %h eps = 1.0e-05 : tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16> -> tensor<2x4x8xbf16>
+  %2 = loom.rmsnorm %x, %g eps = 1.0e-06 : tensor<2x4x8xbf16>, tensor<8xf32> -> tensor<2x4x8xbf16>
   return
 }
 
