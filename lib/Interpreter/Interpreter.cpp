@@ -14,6 +14,7 @@
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/StableValueMap.h"
 #include "loomrt.h"
 #include "runtime/InitialValues.h"
 #include "runtime/Safetensors.h"
@@ -160,7 +161,7 @@ public:
 private:
   func::FuncOp model;
   const InterpretOptions &options;
-  llvm::DenseMap<Value, Tensor> values;
+  StableValueMap<Tensor> values;
 
   LogicalResult fail(Operation *op, const Twine &message) {
     return op->emitError() << "--interpret: " << message;

@@ -21,6 +21,7 @@
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/IR/Sharding.h"
 #include "dialects/loom/IR/ShardingRule.h"
+#include "dialects/loom/IR/StableValueMap.h"
 #include "dialects/loom/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -151,8 +152,8 @@ private:
   func::FuncOp function;
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
-  llvm::DenseMap<Value, Layout> layouts;
-  llvm::DenseMap<Value, RankedTensorType> globalTypes;
+  StableValueMap<Layout> layouts;
+  StableValueMap<RankedTensorType> globalTypes;
   /// Every op's sharding rule, read from the global program.
   llvm::DenseMap<Operation *, ShardingRule> rules;
   /// Names for values the partitioner makes, for `loom.reason`.
