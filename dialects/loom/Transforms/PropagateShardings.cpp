@@ -19,6 +19,7 @@
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/IR/Sharding.h"
 #include "dialects/loom/IR/ShardingRule.h"
+#include "dialects/loom/IR/StableValueMap.h"
 #include "dialects/loom/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -92,12 +93,11 @@ private:
   DimState &dimOf(const Member &member) {
     return states[member.value][member.dim];
   }
-  SmallVector<DimState> &stateOf(Value value) { return states[value]; }
   void addValue(Value value, ShardingAttr sharding, LocationAttr origin);
 
   func::FuncOp function;
   MeshOp mesh;
-  llvm::MapVector<Value, SmallVector<DimState>> states;
+  StableValueMap<SmallVector<DimState>> states;
   std::vector<OpGroups> opGroups;
   llvm::DenseMap<Operation *, size_t> groupIndex;
   SmallVector<int64_t> rounds;
