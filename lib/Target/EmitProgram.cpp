@@ -363,6 +363,15 @@ std::string scalarExpression(Operation *op, ArrayRef<std::string> args) {
   return value;
 }
 
+/// An i64 as a C++ literal. The most negative one cannot be written as
+/// `-9223372036854775808LL`: that negates an unsigned literal, which a
+/// braced initializer rejects as narrowing.
+std::string int64Literal(int64_t value) {
+  if (value == std::numeric_limits<int64_t>::min())
+    return "(-9223372036854775807LL - 1)";
+  return std::to_string(value) + "LL";
+}
+
 std::string scalarLiteral(ConstantOp constant) {
   auto value = cast<DenseElementsAttr>(constant.getValue());
   Type element = value.getElementType();
@@ -380,7 +389,7 @@ std::string scalarLiteral(ConstantOp constant) {
     return text;
   }
   return "(int64_t)" +
-         std::to_string((*value.value_begin<APInt>()).getSExtValue()) + "LL";
+         int64Literal((*value.value_begin<APInt>()).getSExtValue());
 }
 
 /// `value` (f32 or i64) converted to the storage of `element`.
@@ -1000,9 +1009,7 @@ LogicalResult ProgramEmitter::emitConstant(ConstantOp op) {
                       "u");
     else
       items.push_back(
-          std::to_string(
-              (*(value.value_begin<APInt>() + index)).getSExtValue()) +
-          "LL");
+          int64Literal((*(value.value_begin<APInt>() + index)).getSExtValue()));
   }
   const char *bitsType = element.isF32() ? "uint32_t"
                          : element.isBF16() || element.isF16()
