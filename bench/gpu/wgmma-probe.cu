@@ -17,10 +17,10 @@
 // runs it before it checks the kernel; the exit code is 0 only when the
 // kernel's reading is exact for both products. Where it is not, but one
 // of the two readings is exact for each product, the probe names the
-// build that uses those (and writes it to --verdict's file)
-// (LOOM_WGMMA_EXCHANGED: the kernel built with
-// LOOMRT_WGMMA_KEYS_EXCHANGED or LOOMRT_WGMMA_VALUES_EXCHANGED), and
-// bench/gpu/run rebuilds so and probes again before any check. Built for
+// build that uses those (LOOM_WGMMA_EXCHANGED: the kernel built with
+// LOOMRT_WGMMA_KEYS_EXCHANGED or LOOMRT_WGMMA_VALUES_EXCHANGED) and writes
+// that setting to --verdict's file, from which bench/gpu/run rebuilds so
+// and probes again before any check. Built for
 // sm_90a (nvcc) or, with runtime/tools/cuda-on-cpu.py, on the host, where
 // the emulation's reading must pass and the exchanged one fail, and an
 // emulated GPU that reads a layout's offsets the other way round

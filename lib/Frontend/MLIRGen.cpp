@@ -2044,11 +2044,10 @@ SmallVector<Val> Generator::evalBuiltin(const Expr &call, bool &handled) {
     // norm computes in f32 either way.
     Type scaleElement = scale.type().getElementType(),
          biasElement = bias.type().getElementType();
-    auto allowed = [&](Type element) {
-      return element == x.type().getElementType() || element.isF32();
-    };
-    if (isLayerNorm && scaleElement != biasElement && allowed(scaleElement) &&
-        allowed(biasElement)) {
+    Type inputElement = x.type().getElementType();
+    if (isLayerNorm && scaleElement != biasElement &&
+        isNormAffineElement(scaleElement, inputElement) &&
+        isNormAffineElement(biasElement, inputElement)) {
       Val &narrow = scaleElement.isF32() ? bias : scale;
       auto wide =
           RankedTensorType::get(narrow.type().getShape(), builder.getF32Type());

@@ -192,6 +192,10 @@ FailureOr<RankedTensorType> inferEinsumType(OptLoc loc, StringRef spec,
   return RankedTensorType::get(shape, element);
 }
 
+bool isNormAffineElement(Type element, Type input) {
+  return element == input || element.isF32();
+}
+
 FailureOr<RankedTensorType> inferNormType(OptLoc loc, StringRef op,
                                           RankedTensorType input,
                                           ArrayRef<RankedTensorType> affine) {
@@ -207,7 +211,7 @@ FailureOr<RankedTensorType> inferNormType(OptLoc loc, StringRef op,
                                describeType(affine.front()), " and bias ",
                                describeType(param), " have different shapes");
     Type element = param.getElementType();
-    if (element != input.getElementType() && !element.isF32())
+    if (!isNormAffineElement(element, input.getElementType()))
       return emitOptionalError(loc, op, ": scale/bias element type ",
                                describeType(element), " must be the input's (",
                                describeType(input.getElementType()),

@@ -48,6 +48,9 @@ inferMatmulType(OptLoc loc, mlir::RankedTensorType lhs,
 mlir::FailureOr<mlir::RankedTensorType>
 inferEinsumType(OptLoc loc, llvm::StringRef spec,
                 llvm::ArrayRef<mlir::RankedTensorType> inputs);
+/// Whether a norm's scale or bias may have element type `element` for an
+/// input of element type `input`: the input's own, or f32.
+bool isNormAffineElement(mlir::Type element, mlir::Type input);
 mlir::FailureOr<mlir::RankedTensorType>
 inferNormType(OptLoc loc, llvm::StringRef op, mlir::RankedTensorType input,
               llvm::ArrayRef<mlir::RankedTensorType> affine);
