@@ -51,7 +51,14 @@ ArrayRef<int64_t> shapeOf(Value value) {
 
 struct FuseElementwisePass
     : public loom::impl::LoomFuseElementwiseBase<FuseElementwisePass> {
+  using LoomFuseElementwiseBase::LoomFuseElementwiseBase;
+
   void runOnOperation() override {
+    if (maxInputs < 1) {
+      getOperation().emitError("loom-fuse-elementwise: max-inputs must be at "
+                               "least 1");
+      return signalPassFailure();
+    }
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) {
       if (!isa<FusedOp>(block->getParentOp()))
@@ -117,6 +124,8 @@ struct FuseElementwisePass
       if (taken.contains(root))
         continue;
       llvm::SetVector<Operation *> group;
+      // The values the group reads from outside so far.
+      llvm::DenseSet<Value> inputs;
       SmallVector<Operation *> work{root};
       // A reduction ends a group over its input's iteration space.
       bool reduction = isa<SumOp, MeanOp, MaxOp>(root);
@@ -126,8 +135,19 @@ struct FuseElementwisePass
           shapeOf(reduction ? root->getOperand(0) : root->getResult(0));
       while (!work.empty()) {
         Operation *op = work.pop_back_val();
-        if (!group.insert(op))
+        if (group.contains(op))
           continue;
+        // Joining turns op's result from an input into an inner value and
+        // adds op's own operands; the root always joins.
+        llvm::SmallDenseSet<Value> added;
+        for (Value operand : op->getOperands())
+          if (!isScalarConstant(operand) && !inputs.contains(operand))
+            added.insert(operand);
+        if (op != root && inputs.size() - 1 + added.size() > maxInputs)
+          continue;
+        group.insert(op);
+        inputs.erase(op->getResult(0));
+        inputs.insert(added.begin(), added.end());
         for (Value operand : op->getOperands()) {
           Operation *producer = operand.getDefiningOp();
           if (!producer || producer->getBlock() != &block ||

@@ -263,7 +263,16 @@ def LoomFuseElementwise : Pass<"loom-fuse-elementwise", "mlir::func::FuncOp"> {
     reads the cast's input directly when the cast widens to f32 (a pick
     widens exactly itself). The values are unchanged; the f32 copy of, say,
     a cross-entropy's bf16 logits never reaches memory.
+
+    A group reads at most `max-inputs` distinct values from outside (scalar
+    constants do not count): a CUDA kernel takes each as a pointer, and its
+    parameters must fit in 32 KB (4,095 pointers). A producer that would
+    take a group past the bound stays outside and roots its own group.
   }];
+  let options = [
+    Option<"maxInputs", "max-inputs", "unsigned", /*default=*/"1024",
+           "The most distinct values a group reads from outside">,
+  ];
   let statistics = [
     Statistic<"numGroups", "groups", "Number of fusion groups made">,
     Statistic<"numFusedOps", "fused-ops", "Number of ops moved into groups">,

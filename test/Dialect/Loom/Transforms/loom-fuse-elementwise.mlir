@@ -1,4 +1,7 @@
 // RUN: loom-opt %s --split-input-file --loom-fuse-elementwise | FileCheck %s
+// RUN: loom-opt %s --split-input-file --loom-fuse-elementwise=max-inputs=3 | FileCheck %s --check-prefix=CAP
+// RUN: not loom-opt %s --split-input-file --loom-fuse-elementwise=max-inputs=0 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: error: loom-fuse-elementwise: max-inputs must be at least 1
 
 // A chain of element-wise ops with one use each becomes one group; the scalar
 // constant is copied in; the reduction stays outside and starts a new group
@@ -99,4 +102,31 @@ func.func @casts(%x: tensor<4x8xbf16>, %t: tensor<4xi32>) -> (tensor<4xf32>, ten
   %p = loom.pick %w, %t : tensor<4x8xf32>, tensor<4xi32> -> tensor<4xf32>
   %r = loom.add %s, %p : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return %m, %r : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A group reads at most max-inputs values from outside (a CUDA kernel's
+// parameters are bounded): with 3, `%t2` would bring a fourth input (`%c`
+// beside `%t1`, `%d`, `%e`), so it stays outside and roots its own group.
+// The scalar constant is no input. By default all four adds are one group.
+// CHECK-LABEL: func.func @bounded
+// CHECK:       loom.fused(%arg0, %arg1, %arg2, %arg3, %arg4 :
+// CHECK-COUNT-4: loom.add
+// CAP-LABEL:   func.func @bounded
+// CAP:         %[[G1:.*]] = loom.fused(%arg0, %arg1, %arg2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+// CAP-COUNT-2:   loom.add
+// CAP:         %[[G2:.*]] = loom.fused(%[[G1]], %arg3, %arg4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+// CAP-COUNT-2:   loom.add
+// CAP-NEXT:      loom.constant
+// CAP-NEXT:      loom.mul
+// CAP:         return %[[G2]]
+func.func @bounded(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<4xf32>, %d: tensor<4xf32>, %e: tensor<4xf32>) -> tensor<4xf32> {
+  %two = loom.constant dense<2.0> : tensor<f32>
+  %t1 = loom.add %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %t2 = loom.add %t1, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %t3 = loom.add %t2, %d : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %t4 = loom.add %t3, %e : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %r = loom.mul %t4, %two : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }
