@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -128,12 +129,39 @@ static std::optional<FileLineColLoc> innermostFileLoc(Location loc) {
   return std::nullopt;
 }
 
+std::string loom::printableText(StringRef text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += char(c);
+      continue;
+    }
+    switch (c) {
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      out += "\\x";
+      out += llvm::hexdigit(c >> 4, /*LowerCase=*/true);
+      out += llvm::hexdigit(c & 15, /*LowerCase=*/true);
+    }
+  }
+  return out;
+}
+
 std::string loom::formatSourceLoc(Location loc) {
   std::optional<FileLineColLoc> file = innermostFileLoc(loc);
   if (!file)
     return "<unknown>";
-  return (llvm::sys::path::filename(file->getFilename().getValue()) + ":" +
-          Twine(file->getLine()) + ":" + Twine(file->getColumn()))
+  return (printableText(
+              llvm::sys::path::filename(file->getFilename().getValue())) +
+          ":" + Twine(file->getLine()) + ":" + Twine(file->getColumn()))
       .str();
 }
 

@@ -72,8 +72,14 @@ mlir::FailureOr<mlir::Operation *> findSingleModel(mlir::ModuleOp module,
 /// sharding without its mesh, for messages.
 std::string formatDims(ShardingAttr sharding);
 
+/// `text` with each control byte written as an escape (`\n`, `\r`, `\t`,
+/// `\x1b`): a file name goes into messages and into the `//` comments of
+/// generated code, which a newline or carriage return would end.
+std::string printableText(llvm::StringRef text);
+
 /// `file:line:col` of the innermost source position in `loc` (inside a
-/// block, where the op is written), or `<unknown>`.
+/// block, where the op is written), or `<unknown>`; the file name as
+/// printableText.
 std::string formatSourceLoc(mlir::Location loc);
 /// Each part of a fused location as formatSourceLoc, comma-separated, the
 /// file named once while it stays the same (`a.loom:3:7, 4:7`): the ops
