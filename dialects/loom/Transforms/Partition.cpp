@@ -313,14 +313,17 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     }
   }
 
-  // The same axes in another order: the blocks change places. Each device
-  // takes the block its coordinates index in the target order.
-  for (auto [dim, pair] :
-       llvm::enumerate(llvm::zip(current.dims, target.dims))) {
-    auto &[have, want] = pair;
-    if (have == want || have.size() != want.size() ||
-        !std::is_permutation(have.begin(), have.end(), want.begin()))
-      continue;
+  auto inUse = [&](ArrayRef<StringAttr> axes) {
+    for (const Axes &dim : current.dims)
+      for (StringAttr axis : axes)
+        if (llvm::is_contained(dim, axis))
+          return true;
+    return false;
+  };
+  // The same axes of `dim` in the order `order`: the blocks change places.
+  // Each device takes the block its coordinates index in the new order.
+  auto permute = [&](int64_t dim, const Axes &order) -> LogicalResult {
+    Axes &have = current.dims[dim];
     SmallVector<int64_t> sizes;
     for (StringAttr axis : have)
       sizes.push_back(mesh.getAxisSize(axis.getValue()).value_or(1));
@@ -328,7 +331,7 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     SmallVector<int64_t> pairs;
     for (int64_t rank = 0; rank < group; ++rank) {
       // Coordinates of `rank` (row-major over `have`), then its block
-      // index row-major over `want`.
+      // index row-major over `order`.
       llvm::DenseMap<StringAttr, int64_t> coordinate;
       int64_t rest = rank;
       for (size_t i = have.size(); i-- > 0;) {
@@ -336,18 +339,70 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
         rest /= sizes[i];
       }
       int64_t source = 0;
-      for (StringAttr axis : want)
+      for (StringAttr axis : order)
         source = source * mesh.getAxisSize(axis.getValue()).value_or(1) +
                  coordinate[axis];
       pairs.push_back(source);
       pairs.push_back(rank);
     }
-    Axes order = have;
-    have = want;
-    if (failed(emit(CollectivePermuteOp::create(
-            builder, loc, localType(value, current), result, meshRef,
-            axesAttr(order), builder.getDenseI64ArrayAttr(pairs)))))
-      return failure();
+    Axes before = have;
+    have = order;
+    return emit(CollectivePermuteOp::create(
+        builder, loc, localType(value, current), result, meshRef,
+        axesAttr(before), builder.getDenseI64ArrayAttr(pairs)));
+  };
+  auto contains = [](ArrayRef<StringAttr> axes, StringAttr axis) {
+    return llvm::is_contained(axes, axis);
+  };
+  // A dimension whose target axes are its own in another order, or its own
+  // and more, or some of its own not first: the local block moves at most
+  // once, by a collective_permute, instead of the dimension being gathered.
+  for (int64_t dim = 0, e = int64_t(target.dims.size()); dim < e; ++dim) {
+    const Axes &want = target.dims[dim];
+    Axes &have = current.dims[dim];
+    bool wantHasAll = llvm::all_of(
+        have, [&](StringAttr axis) { return contains(want, axis); });
+    bool haveHasAll = llvm::all_of(
+        want, [&](StringAttr axis) { return contains(have, axis); });
+    if (have == want)
+      continue;
+    if (have.size() == want.size() && wantHasAll) {
+      if (failed(permute(dim, want)))
+        return failure();
+      continue;
+    }
+    // `{dp}` to `{tp, dp}`: slicing tp in after dp is local, and the
+    // permutation then moves each block once, where gathering dp and
+    // slicing (tp, dp) would move half the dimension to every device.
+    if (want.size() > have.size() && wantHasAll &&
+        ArrayRef<StringAttr>(want).take_front(have.size()) !=
+            ArrayRef<StringAttr>(have)) {
+      Axes added;
+      for (StringAttr axis : want)
+        if (!contains(have, axis))
+          added.push_back(axis);
+      if (inUse(added))
+        continue;
+      have.append(added.begin(), added.end());
+      if (failed(emit(AllSliceOp::create(
+              builder, loc, localType(value, current), result, meshRef,
+              axesAttr(added), builder.getI64IntegerAttr(dim)))) ||
+          failed(permute(dim, want)))
+        return failure();
+      continue;
+    }
+    // `{tp, dp}` to `{dp}`: the kept axes first, so that only the others
+    // are gathered below.
+    if (want.size() < have.size() && haveHasAll &&
+        ArrayRef<StringAttr>(have).take_front(want.size()) !=
+            ArrayRef<StringAttr>(want)) {
+      Axes order = want;
+      for (StringAttr axis : have)
+        if (!contains(want, axis))
+          order.push_back(axis);
+      if (failed(permute(dim, order)))
+        return failure();
+    }
   }
 
   // Dimensions: keep the common prefix, gather what the current layout has
@@ -392,13 +447,6 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     gather.axes.clear();
     slices.erase(slice);
   }
-  auto inUse = [&](ArrayRef<StringAttr> axes) {
-    for (const Axes &dim : current.dims)
-      for (StringAttr axis : axes)
-        if (llvm::is_contained(dim, axis))
-          return true;
-    return false;
-  };
   auto emitSlice = [&](Move &slice) -> LogicalResult {
     Axes &to = current.dims[slice.dim];
     to.append(slice.axes.begin(), slice.axes.end());
