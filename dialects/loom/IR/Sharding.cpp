@@ -131,27 +131,8 @@ static std::optional<FileLineColLoc> innermostFileLoc(Location loc) {
 
 std::string loom::printableText(StringRef text) {
   std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c != 0x7f) {
-      out += char(c);
-      continue;
-    }
-    switch (c) {
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      out += "\\x";
-      out += llvm::hexdigit(c >> 4, /*LowerCase=*/true);
-      out += llvm::hexdigit(c & 15, /*LowerCase=*/true);
-    }
-  }
+  llvm::raw_string_ostream os(out);
+  llvm::printEscapedString(text, os);
   return out;
 }
 

@@ -72,9 +72,9 @@ mlir::FailureOr<mlir::Operation *> findSingleModel(mlir::ModuleOp module,
 /// sharding without its mesh, for messages.
 std::string formatDims(ShardingAttr sharding);
 
-/// `text` with each control byte written as an escape (`\n`, `\r`, `\t`,
-/// `\x1b`): a file name goes into messages and into the `//` comments of
-/// generated code, which a newline or carriage return would end.
+/// `text` with each unprintable byte, `\` and `"` written as LLVM escapes
+/// them (`\0A` for a newline): a file name goes into messages and into the
+/// `//` comments of generated code, which a newline would end.
 std::string printableText(llvm::StringRef text);
 
 /// `file:line:col` of the innermost source position in `loc` (inside a
