@@ -26,7 +26,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <random>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <time.h>
 #include <unistd.h>
@@ -552,6 +554,10 @@ std::string typeText(const loomrt_tensor &t) {
   return std::string(dtypeText(t.dtype)) + shapeText(t.rank, t.global_shape);
 }
 
+/// --steps at most 2^31 - 1; --collective-timeout at most a billion
+/// seconds.
+constexpr double kMaxSteps = 2147483647.0, kMaxTimeoutSeconds = 1e9;
+
 struct Options {
   uint64_t seed = 0;
   std::string inputs, params, out, saveParams;
@@ -662,36 +668,55 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
         value = arg.substr(equals + 1);
         return true;
       }
-      if (i + 1 >= argc) {
+      // `--out --loopback` is a forgotten value, not a file: a file of that
+      // name can be given as `--out=--loopback` or `./--loopback`.
+      if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0) {
         error = name + " needs a value";
         return false;
       }
       value = argv[++i];
       return true;
     };
-    auto number = [&](double &out, bool integer) {
+    // A number in [low, high]: NaN and infinities fail the comparisons,
+    // and a count past the bound would wrap when converted.
+    auto number = [&](double &out, bool integer, double low, double high,
+                      const char *what) {
       char *end = nullptr;
       errno = 0;
       out = strtod(value.c_str(), &end);
       if (value.empty() || *end || errno ||
-          (integer && out != std::floor(out)) || out < 0) {
-        error = name + " needs a non-negative " +
-                (integer ? "integer" : "number") + ", not '" + value + "'";
+          (integer && out != std::floor(out)) || !(out >= low) ||
+          !(out <= high)) {
+        error = name + " needs " + what + ", not '" + value + "'";
         return false;
       }
       return true;
     };
+    // A switch takes no value: `--bench=0` must not turn it on.
+    auto flag = [&](bool &out, bool on) {
+      if (inlineValue) {
+        error = name + " takes no value, not '" + arg.substr(equals + 1) + "'";
+        return false;
+      }
+      out = on;
+      return true;
+    };
     double n = 0;
     if (name == "--help" || name == "-h") {
-      options.help = true;
+      if (!flag(options.help, true))
+        return false;
     } else if (name == "--bench") {
-      options.bench = true;
+      if (!flag(options.bench, true))
+        return false;
     } else if (name == "--profile") {
-      options.profile = true;
+      if (!flag(options.profile, true))
+        return false;
     } else if (name == "--loopback") {
-      options.loopback = true;
+      if (!flag(options.loopback, true))
+        return false;
     } else if (name == "--no-graph") {
-      options.graph = false;
+      if (!flag(options.graph, false))
+        return false;
     } else if (name == "--seed") {
       if (!takeValue())
         return false;
@@ -699,23 +724,25 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       errno = 0;
       options.seed = strtoull(value.c_str(), &end, 0);
       if (value.empty() || *end || errno || value[0] == '-') {
-        error = "--seed needs a non-negative integer, not '" + value + "'";
+        error = "--seed needs an integer from 0 to 2^64 - 1 (0x... is "
+                "hexadecimal, a leading 0 octal), not '" +
+                value + "'";
         return false;
       }
     } else if (name == "--steps") {
-      if (!takeValue() || !number(n, true))
+      if (!takeValue() ||
+          !number(n, true, 1, kMaxSteps, "an integer from 1 to 2147483647"))
         return false;
-      if (n < 1) {
-        error = "--steps needs at least 1";
-        return false;
-      }
       options.steps = long(n);
       options.stepsGiven = true;
     } else if (name == "--collective-timeout") {
-      if (!takeValue() || !number(n, false))
+      // Past about 292 years a deadline overflows the clock and the wait
+      // never ends; a billion seconds is 31 years.
+      const char *what = "a number of seconds above 0 and at most 1e9";
+      if (!takeValue() || !number(n, false, 0, kMaxTimeoutSeconds, what))
         return false;
-      if (n <= 0) {
-        error = "--collective-timeout needs a positive number of seconds";
+      if (n == 0) {
+        error = name + " needs " + what + ", not '" + value + "'";
         return false;
       }
       options.timeout = n;
@@ -736,9 +763,54 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       return false;
     }
   }
+  // A file that cannot be written is found now, not after a long run.
+  for (auto [option, path] :
+       {std::pair<const char *, const std::string *>{"--out", &options.out},
+        {"--save-params", &options.saveParams}}) {
+    if (path->empty())
+      continue;
+    struct stat info;
+    std::string problem;
+    if (stat(path->c_str(), &info) == 0) {
+      if (!S_ISREG(info.st_mode))
+        problem = "not a regular file";
+      else if (access(path->c_str(), W_OK) != 0)
+        problem = strerror(errno);
+    } else if (errno == ENOENT) {
+      size_t slash = path->rfind('/');
+      std::string directory = slash == std::string::npos ? "."
+                              : slash == 0               ? "/"
+                                           : path->substr(0, slash);
+      if (access(directory.c_str(), W_OK | X_OK) != 0)
+        problem = strerror(errno);
+    } else {
+      problem = strerror(errno);
+    }
+    if (!problem.empty()) {
+      error = std::string(option) + ": cannot write " + *path + ": " + problem;
+      return false;
+    }
+  }
+  if (!options.out.empty() && options.out == options.saveParams) {
+    error = "--out and --save-params both name " + options.out +
+            ": the parameters would replace the outputs";
+    return false;
+  }
+  struct stat outStat, paramsStat;
+  if (!options.out.empty() && !options.saveParams.empty() &&
+      stat(options.out.c_str(), &outStat) == 0 &&
+      stat(options.saveParams.c_str(), &paramsStat) == 0 &&
+      outStat.st_dev == paramsStat.st_dev &&
+      outStat.st_ino == paramsStat.st_ino) {
+    error = "--out " + options.out + " and --save-params " +
+            options.saveParams +
+            " are the same file: the parameters would replace the outputs";
+    return false;
+  }
   if ((options.bench || options.profile) && !options.stepsGiven)
     options.steps = 10;
-  if (const char *peaks = getenv("LOOMRT_PEAKS")) {
+  const char *peaks = getenv("LOOMRT_PEAKS");
+  if (peaks && *peaks) {
     char *end = nullptr;
     double bandwidth = strtod(peaks, &end), throughput = 0;
     if (end != peaks && *end == ',') {
@@ -747,7 +819,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       if (end == second || *end)
         throughput = 0;
     }
-    if (!(bandwidth > 0) || !(throughput > 0)) {
+    if (!(bandwidth > 0) || !(throughput > 0) || !std::isfinite(bandwidth) ||
+        !std::isfinite(throughput)) {
       error = std::string("LOOMRT_PEAKS must be GB/s,TFLOP/s (two positive "
                           "numbers, as 4800,989), not '") +
               peaks + "'";
@@ -759,8 +832,9 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   const char *columns = getenv("LOOMRT_LOGITS_COLUMNS");
   if (columns && *columns) {
     char *end = nullptr;
+    errno = 0;
     long long value = strtoll(columns, &end, 10);
-    if (*end || value <= 0) {
+    if (*end || errno || value <= 0) {
       error = std::string("LOOMRT_LOGITS_COLUMNS must be a positive number "
                           "of columns, not '") +
               columns + "'";
@@ -783,6 +857,12 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       strcmp(attention, "wmma") != 0 && strcmp(attention, "wgmma") != 0) {
     error = std::string("LOOMRT_ATTENTION must be mma, wmma or wgmma, not '") +
             attention + "'";
+    return false;
+  }
+  const char *transport = getenv("LOOMRT_TRANSPORT");
+  if (transport && *transport && strcmp(transport, "nccl") != 0) {
+    error = std::string("LOOMRT_TRANSPORT must be nccl (or unset), not '") +
+            transport + "'";
     return false;
   }
   const char *terms = getenv("LOOMRT_ATTENTION_TERMS");
@@ -882,13 +962,38 @@ bool save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
   uint64_t dataStart = 0;
   std::string head = buildSafetensorsHeader(
       entries, {{"format", "pt"}, {"model", rt->model->name}}, dataStart);
+  // errno, or kNotRegular: a FIFO, a device or anything else that the
+  // ranks cannot each write their part of at an offset.
+  constexpr int kNotRegular = -1;
   int status = 0;
+  // A mark that rank 0 puts where the data starts (a writer overwrites it):
+  // a rank that does not read it back has opened another file of that name
+  // (a stale one on its own machine's disk), and its part would be lost.
+  uint64_t total = dataStart + (entries.empty() ? 0 : entries.back().end);
+  bool marked = total - dataStart >= sizeof(int32_t) && rt->worldSize > 1;
+  int32_t mark = 0;
   if (rt->worldRank == 0) {
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    uint64_t total = dataStart + (entries.empty() ? 0 : entries.back().end);
-    if (fd < 0 || write(fd, head.data(), head.size()) != ssize_t(head.size()) ||
-        ftruncate(fd, off_t(total)) != 0)
+    // Non-blocking: a FIFO without a reader fails at once (ENXIO) instead of
+    // waiting for one.
+    errno = 0;
+    int fd =
+        open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644);
+    struct stat info;
+    if (fd < 0 && errno == ENXIO) // a FIFO without a reader
+      status = kNotRegular;
+    else if (fd < 0 || fstat(fd, &info) != 0)
       status = errno ? errno : EIO;
+    else if (!S_ISREG(info.st_mode))
+      status = kNotRegular;
+    else if (write(fd, head.data(), head.size()) != ssize_t(head.size()) ||
+             ftruncate(fd, off_t(total)) != 0)
+      status = errno ? errno : EIO;
+    if (status == 0 && marked) {
+      mark = int32_t(std::random_device()() | 1u);
+      if (pwrite(fd, &mark, sizeof(mark), off_t(dataStart)) !=
+          ssize_t(sizeof(mark)))
+        status = errno ? errno : EIO;
+    }
     if (fd >= 0)
       close(fd);
   }
@@ -897,11 +1002,35 @@ bool save(loomrt_ctx *rt, const std::string &path, const loomrt_tensor *tensors,
   if (status != 0) {
     if (rt->worldRank == 0)
       fprintf(stderr, "loom: error: cannot write %s: %s\n", path.c_str(),
-              strerror(status));
+              status == kNotRegular ? "not a regular file" : strerror(status));
     return false;
   }
-  int fd = open(path.c_str(), O_WRONLY);
+  int fd = open(path.c_str(), marked ? O_RDWR : O_WRONLY);
   int failed = fd < 0 ? errno : 0;
+  if (marked) {
+    int32_t shared = mark, seen = 0;
+    rt->transport->shareLeaderInt(rt, &shared, "sharing the mark of " + path);
+    if (fd >= 0 && (pread(fd, &seen, sizeof(seen), off_t(dataStart)) !=
+                        ssize_t(sizeof(seen)) ||
+                    seen != shared)) {
+      fprintf(stderr,
+              "loom: rank %d: error: %s is not the file that rank 0 created "
+              "(another file of that name, on another machine?); every rank "
+              "must write to the same file\n",
+              rt->worldRank, path.c_str());
+      failed = EXDEV;
+    } else if (failed) {
+      fprintf(stderr, "loom: rank %d: error: cannot open %s: %s\n",
+              rt->worldRank, path.c_str(), strerror(failed));
+    }
+    // Nothing is written before every rank has read the mark.
+    if (!everyRank(rt, failed == 0,
+                   "sharing whether every rank can write " + path)) {
+      if (fd >= 0)
+        close(fd);
+      return false;
+    }
+  }
   for (int i = 0; i < count && !failed; ++i) {
     const loomrt_tensor &t = tensors[i];
     if (!isWriter(rt, t))
@@ -1102,14 +1231,22 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
         initialise(rt, tensors[i], arena, options.seed);
       return true;
     }
-    if (load(rt, path, tensors, count, what, arena, error))
-      return true;
-    if (leader)
-      fprintf(stderr, "%s: error: %s\n", program, error.c_str());
-    return false;
+    return load(rt, path, tensors, count, what, arena, error);
   };
-  if (!fill(options.params, model->params, model->num_params, "parameter") ||
-      !fill(options.inputs, model->inputs, model->num_inputs, "input")) {
+  bool filled =
+      fill(options.params, model->params, model->num_params, "parameter") &&
+      fill(options.inputs, model->inputs, model->num_inputs, "input");
+  // A file can be bad on some ranks only (another machine's copy): the
+  // ranks agree, so that none waits for one that gave up, and the first
+  // that failed says why.
+  double firstFailed = filled ? -double(size) : -double(rank);
+  transport->reduceDoubles(rt, &firstFailed, 1, true,
+                           "sharing whether the parameters and inputs were "
+                           "read");
+  if (firstFailed > -double(size)) {
+    if (!filled && rank == int(-firstFailed))
+      fprintf(stderr, "%s: %serror: %s\n", program,
+              rank ? format("rank %d: ", rank).c_str() : "", error.c_str());
     free(arena);
     return 1;
   }
@@ -1269,6 +1406,36 @@ int localIndex() {
   return index;
 }
 
+/// The smallest `value` of all processes, waited for like a collective: a
+/// process that never arrives (it died starting) ends the job after
+/// `timeout` seconds instead of hanging it.
+int minOverProcesses(int value, double timeout, const char *program) {
+  int result = value;
+  MPI_Request request;
+  if (MPI_Iallreduce(&value, &result, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
+                     &request) != MPI_SUCCESS)
+    MPI_Abort(MPI_COMM_WORLD, 4);
+  double start = now();
+  for (long spins = 0;; ++spins) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      MPI_Abort(MPI_COMM_WORLD, 4);
+    if (done)
+      return result;
+    if (spins > 2000) {
+      timespec pause = {0, 1000000};
+      nanosleep(&pause, nullptr);
+    }
+    if (now() - start > timeout) {
+      fprintf(stderr,
+              "%s: error: the processes of this job did not all start within "
+              "%g s (--collective-timeout)\n",
+              program, timeout);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+}
+
 /// Whether an MPI launcher (mpirun, srun) started this process: Open MPI,
 /// PMIx and MPICH's Hydra say so in the environment.
 bool launchedByMpi() {
@@ -1279,16 +1446,17 @@ bool launchedByMpi() {
 } // namespace
 
 extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
-  // --loopback needs no MPI. Started alone, MPI_Init would start a
-  // singleton's daemon, which can fail when many start at once ("Unable to
-  // start a daemon on the local node"); under a launcher MPI is initialised,
-  // so that the job's size can be checked below.
-  bool loopbackAlone =
-      !launchedByMpi() && std::any_of(argv + 1, argv + argc, [](char *arg) {
-        return strcmp(arg, "--loopback") == 0;
-      });
+  Options options;
+  std::string error;
+  bool parsed = parseOptions(argc, argv, options, error);
+  // Alone, with --loopback or a bad command line, the process needs no MPI.
+  // MPI_Init would start a singleton's daemon, which can fail when many
+  // start at once ("Unable to start a daemon on the local node"); under a
+  // launcher MPI is initialised, so that the job's size can be checked
+  // below.
+  bool alone = !launchedByMpi() && (!parsed || options.loopback);
   int processRank = 0, processes = 1;
-  if (!loopbackAlone) {
+  if (!alone) {
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &processRank);
@@ -1296,10 +1464,32 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   }
   bool leader = processRank == 0;
   auto finish = [&](int code) {
-    if (!loopbackAlone)
+    if (!alone)
       MPI_Finalize();
+    // The results went to standard output: a full disk or a closed pipe
+    // lost them, and the exit code says so.
+    errno = 0;
+    if (leader && (fflush(stdout) != 0 || ferror(stdout))) {
+      fprintf(stderr, "%s: error: cannot write to standard output%s%s\n",
+              argv[0], errno ? ": " : "", errno ? strerror(errno) : "");
+      return code ? code : 1;
+    }
     return code;
   };
+  // Ranks can see different options (an environment variable that the
+  // launcher did not forward to another machine): they agree before any of
+  // them goes on to wait for the others, and the first that failed says
+  // why.
+  int firstFailed = parsed ? processes : processRank;
+  if (!alone)
+    firstFailed = minOverProcesses(firstFailed, options.timeout, argv[0]);
+  if (firstFailed < processes) {
+    if (processRank == firstFailed)
+      fprintf(stderr, "%s: %serror: %s\n", argv[0],
+              processRank ? format("rank %d: ", processRank).c_str() : "",
+              error.c_str());
+    return finish(2);
+  }
 
   int64_t meshRanks = 1;
   std::string meshText;
@@ -1307,13 +1497,6 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     meshRanks *= model->axis_sizes[a];
     meshText += format("%s%s=%lld", a ? ", " : "", model->axis_names[a],
                        (long long)model->axis_sizes[a]);
-  }
-  Options options;
-  std::string error;
-  if (!parseOptions(argc, argv, options, error)) {
-    if (leader)
-      fprintf(stderr, "%s: error: %s\n", argv[0], error.c_str());
-    return finish(2);
   }
   if (options.help) {
     if (leader)
@@ -1352,6 +1535,12 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
       return refuse(format("model %s declares no mesh and runs on 1 rank, but "
                            "this job has %d; run it alone or with mpirun -np 1",
                            model->name, processes));
+    if (meshRanks == 1)
+      return refuse(format(
+          "model %s was compiled for the mesh [%s] of 1 rank, but this job "
+          "has %d; run it alone or with mpirun -np 1, or recompile with "
+          "loomc --mesh for a mesh of %d",
+          model->name, meshText.c_str(), processes, processes));
     return refuse(format(
         "model %s was compiled for the mesh [%s] of %lld rank%s, but this job "
         "has %d; run it with mpirun -np %lld or with --loopback, or recompile "

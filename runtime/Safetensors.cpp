@@ -18,8 +18,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <set>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace loomrt;
 
@@ -831,7 +833,12 @@ bool loomrt::readSafetensorsHeader(const std::string &path,
                                    SafetensorsHeader &header,
                                    std::string &error) {
   header = SafetensorsHeader();
-  FileCloser closer{fopen(path.c_str(), "rb")};
+  // Non-blocking, so that a FIFO without a writer is refused below rather
+  // than waited on; a regular file reads the same either way.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  FileCloser closer{fd < 0 ? nullptr : fdopen(fd, "rb")};
+  if (fd >= 0 && !closer.file)
+    close(fd);
   // Fails with the path prefixed, as promised in the header.
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;

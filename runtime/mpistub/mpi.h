@@ -36,6 +36,7 @@ typedef void MPI_User_function(void *, void *, int *, MPI_Datatype *);
 #define MPI_COMM_TYPE_SHARED 1
 #define MPI_SUM 1
 #define MPI_MAX 2
+#define MPI_MIN 4
 /* Datatypes are their sizes in bytes. */
 #define MPI_BYTE 1
 #define MPI_UINT16_T 2
