@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -817,6 +818,12 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
   std::string head = loomrt::buildSafetensorsHeader(
       entries, {{"format", "pt"}, {"model", model.getSymName().str()}},
       dataStart);
+  // A FIFO would block the write until something reads it.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(options.out, status) &&
+      status.type() == llvm::sys::fs::file_type::fifo_file)
+    return model.emitError() << "--interpret: cannot write " << options.out
+                             << ": not a regular file";
   std::error_code error;
   llvm::raw_fd_ostream file(options.out, error);
   if (error)
@@ -825,6 +832,15 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
   file << head;
   for (const std::string &payload : payloads)
     file << payload;
+  // A failed write (a full disk) is an error here, not a fatal one when the
+  // stream is destroyed.
+  file.close();
+  if (file.has_error()) {
+    std::string message = file.error().message();
+    file.clear_error();
+    return model.emitError()
+           << "--interpret: cannot write " << options.out << ": " << message;
+  }
   return success();
 }
 
