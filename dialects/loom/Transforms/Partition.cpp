@@ -347,6 +347,12 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     }
     Axes before = have;
     have = order;
+    // Axes of size 1 can reorder without any block moving.
+    bool stays = true;
+    for (size_t i = 0; i < pairs.size(); i += 2)
+      stays &= pairs[i] == pairs[i + 1];
+    if (stays)
+      return success();
     return emit(CollectivePermuteOp::create(
         builder, loc, localType(value, current), result, meshRef,
         axesAttr(before), builder.getDenseI64ArrayAttr(pairs)));
