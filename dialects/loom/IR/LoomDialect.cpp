@@ -115,10 +115,35 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == kModelAttrName) {
-    if (!isa<FunctionOpInterface>(op))
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!function)
       return op->emitError()
              << "'" << kModelAttrName << "' only applies to functions";
-    return success();
+    // The passes partition, plan and run one straight-line body over
+    // static tensors.
+    if (function.isExternal())
+      return op->emitError()
+             << "a '" << kModelAttrName << "' function needs a body";
+    if (!function.getFunctionBody().hasOneBlock())
+      return op->emitError()
+             << "a '" << kModelAttrName << "' function has one block, not "
+             << llvm::range_size(function.getFunctionBody());
+    auto checkTypes = [&](ArrayRef<Type> types,
+                          StringRef what) -> LogicalResult {
+      for (auto [index, type] : llvm::enumerate(types)) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        if (!tensor || !tensor.hasStaticShape() ||
+            !isa<FloatType, IntegerType>(tensor.getElementType()))
+          return op->emitError()
+                 << "a '" << kModelAttrName << "' function's " << what << " "
+                 << index << " must be a statically shaped tensor of integers "
+                 << "or floats, not " << type;
+      }
+      return success();
+    };
+    return failure(
+        failed(checkTypes(function.getArgumentTypes(), "argument")) ||
+        failed(checkTypes(function.getResultTypes(), "result")));
   }
   return op->emitError() << "unknown Loom attribute '"
                          << attr.getName().getValue() << "'";

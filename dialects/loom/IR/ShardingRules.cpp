@@ -188,16 +188,24 @@ ShardingRule EinsumOp::getShardingRule() {
   SmallVector<StringRef> operandSpecs;
   inputs.split(operandSpecs, ',');
   // One factor per letter; letters absent from the output are summed over.
+  // A letter twice in one operand (`ii`, a diagonal) pairs two dimensions
+  // that a device's piece could not hold alike: its factor is replicated.
+  bool repeated[26] = {};
+  for (StringRef spec : operandSpecs)
+    for (char letter : spec)
+      if (spec.count(letter) > 1)
+        repeated[letter - 'a'] = true;
   std::optional<int64_t> factorOf[26];
   for (auto [spec, operand] : llvm::zip(operandSpecs, getInputs())) {
     DimFactors dims;
     for (auto [dim, letter] : llvm::enumerate(spec)) {
       std::optional<int64_t> &factor = factorOf[letter - 'a'];
       if (!factor)
-        factor = rule.addFactor(tensorOf(operand).getShape()[dim],
-                                output.contains(letter)
-                                    ? FactorKind::PassThrough
-                                    : FactorKind::LinearReduction);
+        factor = rule.addFactor(
+            tensorOf(operand).getShape()[dim],
+            repeated[letter - 'a']    ? FactorKind::NeedReplication
+            : output.contains(letter) ? FactorKind::PassThrough
+                                      : FactorKind::LinearReduction);
       dims.push_back({*factor});
     }
     rule.operands.push_back(dims);
@@ -230,6 +238,18 @@ ShardingRule ReshapeOp::getShardingRule() {
   ArrayRef<int64_t> in = getInput().getType().getShape();
   ArrayRef<int64_t> out = getType().getShape();
   DimFactors inDims(in.size()), outDims(out.size());
+  // No elements (a dimension of 0, which the verifier allows): nothing to
+  // split, and no common pieces to find (gcd(0, 0) is 0).
+  if (llvm::is_contained(in, 0) || llvm::is_contained(out, 0)) {
+    for (auto [dims, shape] :
+         {std::pair(&inDims, in), std::pair(&outDims, out)})
+      for (auto [dim, size] : llvm::enumerate(shape))
+        (*dims)[dim].push_back(
+            rule.addFactor(size, FactorKind::NeedReplication));
+    rule.operands.push_back(inDims);
+    rule.results.push_back(outDims);
+    return rule;
+  }
   size_t i = 0, o = 0;
   int64_t inLeft = in.empty() ? 1 : in[0], outLeft = out.empty() ? 1 : out[0];
   while (i < in.size() && o < out.size()) {

@@ -938,10 +938,9 @@ LogicalResult Partitioner::run() {
   function.walk([&](ShardingRuleOpInterface op) {
     rules.try_emplace(op, op.getShardingRule());
   });
+  // The verifier of loom.model makes every argument a static tensor.
   for (BlockArgument arg : entry.getArguments()) {
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type)
-      return function.emitError("model arguments must be tensors");
+    auto type = cast<RankedTensorType>(arg.getType());
     Layout layout;
     if (ShardingAttr sharding = getRecordedSharding(arg))
       layout = fromAttr(sharding);

@@ -275,6 +275,46 @@ func.func @model_on_op(%x: tensor<8xf32>) {
 
 // -----
 
+// The passes partition, plan and run one block over static tensors: a
+// declaration crashed propagation and partitioning, a scalar, dynamic or
+// index-typed argument the memory plan, and a second block stayed global.
+// expected-error @+1 {{a 'loom.model' function needs a body}}
+func.func private @model_declaration(tensor<8xf32>) -> tensor<8xf32> attributes {loom.model}
+
+// -----
+
+// expected-error @+1 {{a 'loom.model' function's argument 1 must be a statically shaped tensor of integers or floats, not 'i32'}}
+func.func @model_scalar_argument(%x: tensor<8xf32>, %n: i32) -> tensor<8xf32> attributes {loom.model} {
+  return %x : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{a 'loom.model' function's argument 0 must be a statically shaped tensor of integers or floats, not 'tensor<?x4xf32>'}}
+func.func @model_dynamic_argument(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {loom.model} {
+  return %x : tensor<?x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{a 'loom.model' function's result 0 must be a statically shaped tensor of integers or floats, not 'tensor<4xindex>'}}
+func.func private @model_index_result(%x: tensor<4xf32>) -> tensor<4xindex> attributes {loom.model} {
+  %0 = loom.constant dense<0> : tensor<4xindex>
+  return %0 : tensor<4xindex>
+}
+
+// -----
+
+// expected-error @+1 {{a 'loom.model' function has one block, not 2}}
+func.func @model_two_blocks(%x: tensor<8xf32>) -> tensor<8xf32> attributes {loom.model} {
+  return %x : tensor<8xf32>
+^unreachable:
+  %0 = loom.exp %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
 func.func @unknown_op_attr(%x: tensor<8xf32>) {
   // expected-error @+1 {{unknown Loom attribute 'loom.foo'}}
   %0 = loom.relu %x {loom.foo = 1 : i64} : tensor<8xf32>

@@ -78,14 +78,6 @@ func.func @collective_in_global(%x: tensor<8xf32>) -> tensor<8xf32> attributes {
 
 // -----
 
-loom.mesh @m ["dp" = 2]
-// expected-error @below {{model arguments must be tensors}}
-func.func @scalar_argument(%x: tensor<8xf32>, %n: i32) -> tensor<8xf32> attributes {loom.model} {
-  return %x : tensor<8xf32>
-}
-
-// -----
-
 // One mesh per module.
 loom.mesh @m ["dp" = 2]
 loom.mesh @n ["tp" = 2]

@@ -76,3 +76,23 @@ func.func @reshape_factors(%x: tensor<4x6xf32>) {
   %1 = loom.reshape %x : tensor<4x6xf32> -> tensor<4x1x2x3xf32>
   return
 }
+
+// -----
+
+// No elements: every dimension is replicated (finding common pieces
+// divided by gcd(0, 0) = 0, a SIGFPE).
+func.func @reshape_empty(%x: tensor<2x0xf32>) {
+  // expected-remark @below {{sharding rule ([a, b]) -> ([c, d, e]) {a=2 replicated, b=0 replicated, c=2 replicated, d=0 replicated, e=1 replicated}}
+  %0 = loom.reshape %x : tensor<2x0xf32> -> tensor<2x0x1xf32>
+  return
+}
+
+// -----
+
+// A letter twice in one operand (the diagonal) is replicated: it pairs two
+// dimensions that one device's piece could not hold alike.
+func.func @einsum_diagonal(%a: tensor<4x4xf32>, %b: tensor<4x8xf32>) {
+  // expected-remark @below {{sharding rule ([a, a], [a, b]) -> ([b]) {a=4 replicated, b=8}}
+  %0 = loom.einsum "ii,ij->j" %a, %b : (tensor<4x4xf32>, tensor<4x8xf32>) -> tensor<8xf32>
+  return
+}
