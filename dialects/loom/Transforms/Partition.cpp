@@ -115,6 +115,8 @@ private:
 
   ShardingAttr toAttr(const Layout &layout);
   Layout fromAttr(ShardingAttr sharding);
+  /// The layout propagation recorded for `value`, or an error at `at`.
+  FailureOr<Layout> recordedLayout(Value value, Operation *at);
   void setLayout(Value value, RankedTensorType global, Layout layout) {
     globalTypes[value] = global;
     layouts[value] = std::move(layout);
@@ -174,6 +176,14 @@ ShardingAttr Partitioner::toAttr(const Layout &layout) {
     dims.push_back(DimShardingAttr::get(context, axes, true, std::nullopt));
   return ShardingAttr::get(context, meshRef, dims, layout.partial,
                            layout.partialKind);
+}
+
+FailureOr<Layout> Partitioner::recordedLayout(Value value, Operation *at) {
+  if (ShardingAttr sharding = getRecordedSharding(value))
+    return fromAttr(sharding);
+  return at->emitError() << describeValue(value)
+                         << " has no sharding; run loom-propagate-shardings "
+                            "first";
 }
 
 Layout Partitioner::fromAttr(ShardingAttr sharding) {
@@ -848,9 +858,15 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat) {
   for (unsigned i = 0; i < repeat->getNumResults(); ++i) {
     OpResult result = repeat->getResult(i);
     auto global = cast<RankedTensorType>(result.getType());
-    Layout layout = fromAttr(getRecordedSharding(result));
-    if (i < numCarried)
+    Layout layout;
+    if (i < numCarried) {
       layout = layouts[body.getArgument(i)];
+    } else {
+      FailureOr<Layout> recorded = recordedLayout(result, repeat);
+      if (failed(recorded))
+        return failure();
+      layout = *recorded;
+    }
     Layout perIteration = layout;
     if (i >= numCarried)
       perIteration.dims.erase(perIteration.dims.begin());
@@ -865,7 +881,10 @@ LogicalResult Partitioner::partitionRepeat(RepeatOp repeat) {
 
 LogicalResult Partitioner::partitionOp(Operation *op) {
   if (auto shard = dyn_cast<ShardOp>(op)) {
-    Layout target = fromAttr(getRecordedSharding(shard.getResult()));
+    FailureOr<Layout> recorded = recordedLayout(shard.getResult(), op);
+    if (failed(recorded))
+      return failure();
+    Layout target = *recorded;
     target.partial.assign(shard.getSharding().getPartialAxes().begin(),
                           shard.getSharding().getPartialAxes().end());
     FailureOr<Value> moved = reshard(shard.getInput(), target, op);

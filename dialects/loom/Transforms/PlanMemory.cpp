@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVectorExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace loom {
 #define GEN_PASS_DEF_LOOMPLANMEMORY
@@ -27,10 +28,12 @@ namespace {
 
 constexpr int64_t kAlignment = LoomDialect::kArenaAlignment;
 
+/// Whole bytes per element first: elements times bits could overflow where
+/// the bytes do not (checkSizes bounds the product).
 int64_t bytesOf(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  return tensor.getNumElements() * bits / 8;
+  return tensor.getNumElements() * ((bits + 7) / 8);
 }
 
 struct Buffer {
@@ -42,8 +45,46 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
     sharedWith.clear();
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (func->hasAttr(LoomDialect::kModelAttrName) && !func.isExternal())
+      if (func->hasAttr(LoomDialect::kModelAttrName) && !func.isExternal()) {
+        if (failed(checkSizes(func)))
+          return signalPassFailure();
         planSmaller(func);
+      }
+  }
+
+  /// Every buffer has a size in bytes, and all of them together fit an
+  /// int64_t, so that no offset of the plan can overflow.
+  LogicalResult checkSizes(func::FuncOp func) {
+    int64_t total = 0;
+    auto add = [&](Value value, Operation *at) -> LogicalResult {
+      auto tensor = dyn_cast<RankedTensorType>(value.getType());
+      if (!tensor || !tensor.hasStaticShape() ||
+          !isa<FloatType, IntegerType>(tensor.getElementType()))
+        return at->emitError()
+               << "loom-plan-memory: cannot place a value of type "
+               << value.getType()
+               << " in the arena: only statically shaped tensors of integers "
+                  "or floats have a size";
+      int64_t bits = tensor.getElementType().getIntOrFloatBitWidth(), bytes;
+      if (llvm::MulOverflow(tensor.getNumElements(), (bits + 7) / 8, bytes) ||
+          llvm::AddOverflow(total, bytes + kAlignment, total))
+        return at->emitError() << "loom-plan-memory: the buffers of this "
+                                  "function add up to more than 2^63 - 1 "
+                                  "bytes";
+      return success();
+    };
+    for (BlockArgument argument : func.getArguments())
+      if (failed(add(argument, func)))
+        return failure();
+    WalkResult walked = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<FusedOp>(op->getParentOp()))
+        return WalkResult::skip();
+      for (OpResult result : op->getResults())
+        if (!viewedValue(result) && failed(add(result, op)))
+          return WalkResult::interrupt();
+      return isa<FusedOp>(op) ? WalkResult::skip() : WalkResult::advance();
+    });
+    return failure(walked.wasInterrupted());
   }
 
   /// First fit can place the rest worse once a buffer is shared, so the

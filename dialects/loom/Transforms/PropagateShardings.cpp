@@ -497,6 +497,15 @@ void Propagator::writeBack() {
 }
 
 LogicalResult Propagator::run() {
+  // Fusion groups belong to the per-device plan: their bodies have no
+  // sharding of their own (the only region with one is a loom.repeat's).
+  WalkResult planned = function.walk([](FusedOp fused) {
+    fused.emitError("loom-propagate-shardings runs on the global model, "
+                    "before loom-fuse-elementwise makes loom.fused groups");
+    return WalkResult::interrupt();
+  });
+  if (planned.wasInterrupted())
+    return failure();
   initialize();
   // Model outputs are closed annotations: make them constraints on the
   // returned values so they propagate backwards.

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 
 #define DEBUG_TYPE "loom-resize-mesh"
@@ -56,6 +57,16 @@ struct ResizeMeshPass : public loom::impl::LoomResizeMeshBase<ResizeMeshPass> {
       getOperation().emitError("loom-resize-mesh: ") << error;
       return signalPassFailure();
     }
+    // A partitioned function's per-device shapes and scales were made for
+    // the old sizes; only the global model can take new ones.
+    for (auto function : getOperation().getOps<FunctionOpInterface>())
+      if (function->hasAttr(LoomDialect::kSpmdAttrName)) {
+        function->emitError("loom-resize-mesh: function @")
+            << function.getName()
+            << " is already partitioned for the mesh's sizes; resize the "
+               "global model, before loom-partition";
+        return signalPassFailure();
+      }
     for (MeshOp mesh : getOperation().getOps<MeshOp>()) {
       SmallVector<int64_t> sizes(mesh.getAxisSizes());
       for (const MeshAxisOverride &entry : *overrides) {

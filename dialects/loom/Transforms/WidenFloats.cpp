@@ -22,6 +22,10 @@ using namespace loom;
 namespace {
 
 Type widen(Type type) {
+  // A collective in flight delivers its value's type.
+  if (auto future = dyn_cast<FutureType>(type))
+    return FutureType::get(type.getContext(), cast<RankedTensorType>(widen(
+                                                  future.getValueType())));
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !isa<BFloat16Type, Float16Type>(tensor.getElementType()))
     return type;

@@ -68,6 +68,17 @@ func.func @unpropagated(%x: tensor<8xf32>) -> tensor<8xf32> attributes {loom.mod
 
 // -----
 
+// A constraint whose result propagation never saw (no recorded sharding)
+// is an error; it dereferenced a null sharding.
+loom.mesh @m ["dp" = 2]
+func.func @shard_not_propagated(%x: tensor<4xf32>) -> tensor<4xf32> attributes {loom.model} {
+  // expected-error @below {{the result of loom.shard has no sharding; run loom-propagate-shardings first}}
+  %0 = loom.shard %x as <@m, [{"dp"}]> : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // Collectives are per-device ops: a global model cannot hold one.
 loom.mesh @m ["dp" = 2]
 func.func @collective_in_global(%x: tensor<8xf32>) -> tensor<8xf32> attributes {loom.model} {

@@ -142,3 +142,20 @@ func.func @add_norm_addend_read_later(%x: tensor<4x16xf32> {loom.input = "x"}, %
   %z = loom.add %y, %a : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
   return %s, %z : tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// Sizes in bytes: 2^58 f32 elements are 2^60 bytes, where elements times
+// bits (2^63) overflowed and every buffer went to offset 0.
+// CHECK-LABEL: func.func @huge
+// CHECK-SAME: loom.offset = 0
+// CHECK-SAME: loom.arena_bytes = 4611686018427387904
+// CHECK: loom.relu {{.*}}loom.offsets = array<i64: 1152921504606846976>
+// CHECK: loom.exp {{.*}}loom.offsets = array<i64: 2305843009213693952>
+// CHECK: loom.add {{.*}}loom.offsets = array<i64: 3458764513820540928>
+func.func @huge(%x: tensor<288230376151711744xf32> {loom.input = "x"}) -> tensor<288230376151711744xf32> attributes {loom.model, loom.spmd} {
+  %0 = loom.relu %x : tensor<288230376151711744xf32>
+  %1 = loom.exp %0 : tensor<288230376151711744xf32>
+  %2 = loom.add %1, %0 : tensor<288230376151711744xf32>, tensor<288230376151711744xf32> -> tensor<288230376151711744xf32>
+  return %2 : tensor<288230376151711744xf32>
+}

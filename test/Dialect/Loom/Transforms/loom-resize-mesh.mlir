@@ -54,3 +54,13 @@ func.func @result_no_longer_divides(%x: tensor<2x4xf32>) {
   %0 = loom.relu %x {loom.sharding = [#loom.sharding<@mesh, [{"dp"}, {}]>]} : tensor<2x4xf32>
   return
 }
+
+// -----
+
+// A partitioned function keeps the per-device shapes and scales of the old
+// sizes (a loss twice too large after dp=2 became 4): refused.
+loom.mesh @mesh ["dp" = 2]
+// expected-error @+1 {{loom-resize-mesh: function @partitioned is already partitioned for the mesh's sizes; resize the global model, before loom-partition}}
+func.func @partitioned(%x: tensor<2x16xf32> {loom.sharding = #loom.sharding<@mesh, [{"dp"}, {}]>}) -> tensor<2x16xf32> attributes {loom.model, loom.spmd} {
+  return %x : tensor<2x16xf32>
+}

@@ -22,3 +22,19 @@ func.func @widen(%x: tensor<4x8xbf16>, %b: tensor<8xf16>, %i: tensor<4xi32>) -> 
   %3 = loom.cast %i : tensor<4xi32> -> tensor<4xbf16>
   return %1, %3 : tensor<4x8xbf16>, tensor<4xbf16>
 }
+
+// A collective started early is widened with the value it delivers (the
+// future kept bf16 and failed to verify).
+// CHECK-LABEL: func.func @future
+// CHECK: loom.start -> !loom.future<tensor<8x16xf32>>
+// CHECK: loom.all_gather {{.*}} : tensor<4x16xf32> -> tensor<8x16xf32>
+// CHECK: loom.wait {{.*}} : !loom.future<tensor<8x16xf32>>
+loom.mesh @m ["dp" = 2]
+func.func @future(%x: tensor<4x16xbf16>) -> tensor<8x16xbf16> {
+  %f = loom.start -> !loom.future<tensor<8x16xbf16>> {
+    %g = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+    loom.yield %g : tensor<8x16xbf16>
+  }
+  %v = loom.wait %f : !loom.future<tensor<8x16xbf16>>
+  return %v : tensor<8x16xbf16>
+}
