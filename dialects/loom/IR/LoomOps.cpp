@@ -448,6 +448,23 @@ LogicalResult TrainOp::verify() {
            << stage.getInt();
   if (IntegerAttr count = getMicrobatchesAttr(); count && count.getInt() < 1)
     return emitOpError("microbatches must be positive, got ") << count.getInt();
+  auto isNumber = [](Attribute value) {
+    return isa<FloatAttr, IntegerAttr>(value);
+  };
+  for (NamedAttribute entry : getHyper()) {
+    auto list = dyn_cast<ArrayAttr>(entry.getValue());
+    if (!isNumber(entry.getValue()) && !(list && llvm::all_of(list, isNumber)))
+      return emitOpError("hyper-parameter '")
+             << entry.getName().getValue()
+             << "' must be a number or a list of numbers, not "
+             << entry.getValue();
+  }
+  for (auto [name, type] :
+       {std::pair(StringRef("compute_type"), getComputeTypeAttr()),
+        std::pair(StringRef("master_type"), getMasterTypeAttr())})
+    if (type && !isa<FloatType>(type.getValue()))
+      return emitOpError() << name << " must be a float type, not "
+                           << type.getValue();
   return success();
 }
 
@@ -457,6 +474,20 @@ LogicalResult TrainOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!model || !model->hasAttr(LoomDialect::kModelAttrName))
     return emitOpError("refers to ")
            << getModelAttr() << ", which is not a Loom model";
+  // The axes it names are a mesh's.
+  auto meshes = getOperation()->getParentOfType<ModuleOp>().getOps<MeshOp>();
+  SmallVector<StringRef> axes;
+  if (std::optional<ArrayAttr> zero = getZeroAxes())
+    for (Attribute axis : *zero)
+      axes.push_back(cast<StringAttr>(axis).getValue());
+  if (std::optional<StringRef> scheduleAxis = getScheduleAxis())
+    axes.push_back(*scheduleAxis);
+  for (StringRef axis : axes)
+    if (llvm::none_of(meshes, [&](MeshOp mesh) {
+          return mesh.getAxisSize(axis).has_value();
+        }))
+      return emitOpError("names the mesh axis '")
+             << axis << "', which no loom.mesh of the module has";
   return success();
 }
 

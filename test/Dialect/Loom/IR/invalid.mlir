@@ -1345,6 +1345,33 @@ loom.train @M optimizer = "sgd"
 
 // -----
 
+// Hyper-parameters are numbers (or lists of them, as betas), precisions
+// float types, and the named axes a mesh's.
+func.func @M() attributes {loom.model} {
+  return
+}
+// expected-error @+1 {{'loom.train' op hyper-parameter 'lr' must be a number or a list of numbers, not "x"}}
+loom.train @M optimizer = "sgd" {hyper = {lr = "x"}}
+
+// -----
+
+func.func @M() attributes {loom.model} {
+  return
+}
+// expected-error @+1 {{'loom.train' op compute_type must be a float type, not 'i32'}}
+loom.train @M optimizer = "sgd" {compute_type = i32}
+
+// -----
+
+loom.mesh @m ["dp" = 2]
+func.func @M() attributes {loom.model} {
+  return
+}
+// expected-error @+1 {{'loom.train' op names the mesh axis 'zz', which no loom.mesh of the module has}}
+loom.train @M optimizer = "sgd" {zero_axes = ["zz"]}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Vocabulary split over a group: loom.embedding and loom.pick
 //===----------------------------------------------------------------------===//
