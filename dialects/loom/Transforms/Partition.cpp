@@ -408,15 +408,32 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
       continue;
     }
     // `{tp, dp}` to `{dp}`: the kept axes first, so that only the others
-    // are gathered below.
-    if (want.size() < have.size() && haveHasAll &&
-        ArrayRef<StringAttr>(have).take_front(want.size()) !=
-            ArrayRef<StringAttr>(want)) {
-      Axes order = want;
+    // are gathered below. The others go in the order another dimension of
+    // the target adds them, if one does, so that they move there by one
+    // all_to_all: `{c, b, a}` to `{b}` while another dimension gains
+    // `{a, c}` is `{b, a, c}`, not `{b, c, a}`. With the kept axes first
+    // already, the permute is worth it only for that all_to_all.
+    if (want.size() < have.size() && haveHasAll) {
+      Axes rest;
       for (StringAttr axis : have)
         if (!contains(want, axis))
-          order.push_back(axis);
-      if (failed(permute(dim, order)))
+          rest.push_back(axis);
+      for (int64_t other = 0; other < e; ++other) {
+        ArrayRef<StringAttr> wanted = target.dims[other];
+        ArrayRef<StringAttr> present = current.dims[other];
+        if (other == dim || wanted.size() != present.size() + rest.size() ||
+            wanted.take_front(present.size()) != present)
+          continue;
+        ArrayRef<StringAttr> added = wanted.drop_front(present.size());
+        if (std::is_permutation(added.begin(), added.end(), rest.begin(),
+                                rest.end())) {
+          rest.assign(added.begin(), added.end());
+          break;
+        }
+      }
+      Axes order = want;
+      order.append(rest.begin(), rest.end());
+      if (order != have && failed(permute(dim, order)))
         return failure();
     }
   }
