@@ -397,14 +397,41 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
       for (StringAttr axis : want)
         if (!contains(have, axis))
           added.push_back(axis);
-      if (inUse(added))
+      if (!inUse(added)) {
+        have.append(added.begin(), added.end());
+        if (failed(emit(AllSliceOp::create(
+                builder, loc, localType(value, current), result, meshRef,
+                axesAttr(added), builder.getI64IntegerAttr(dim)))) ||
+            failed(permute(dim, want)))
+          return failure();
         continue;
-      have.append(added.begin(), added.end());
-      if (failed(emit(AllSliceOp::create(
-              builder, loc, localType(value, current), result, meshRef,
-              axesAttr(added), builder.getI64IntegerAttr(dim)))) ||
-          failed(permute(dim, want)))
-        return failure();
+      }
+      // The added axes end another dimension, which the target drops them
+      // from (`[a, (b, c)]` to `[(c, b, a), _]`): one all_to_all brings them
+      // over after the present ones, then the permute, where both
+      // dimensions were gathered whole.
+      for (int64_t other = 0; other < e; ++other) {
+        Axes &from = current.dims[other];
+        if (other == dim || from.size() < added.size())
+          continue;
+        ArrayRef<StringAttr> tail =
+            ArrayRef<StringAttr>(from).take_back(added.size());
+        if (!std::is_permutation(tail.begin(), tail.end(), added.begin(),
+                                 added.end()) ||
+            ArrayRef<StringAttr>(target.dims[other]) !=
+                ArrayRef<StringAttr>(from).drop_back(added.size()))
+          continue;
+        Axes moved(tail.begin(), tail.end());
+        from.resize(from.size() - moved.size());
+        have.append(moved.begin(), moved.end());
+        if (failed(emit(AllToAllOp::create(
+                builder, loc, localType(value, current), result, meshRef,
+                axesAttr(moved), builder.getI64IntegerAttr(dim),
+                builder.getI64IntegerAttr(other)))) ||
+            failed(permute(dim, want)))
+          return failure();
+        break;
+      }
       continue;
     }
     // `{tp, dp}` to `{dp}`: the kept axes first, so that only the others
