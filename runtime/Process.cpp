@@ -874,6 +874,15 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   return true;
 }
 
+/// The error of the first rank that failed where the ranks agreed to stop:
+/// rank 0's reads as a plain error (all ranks usually fail alike), another
+/// rank's is named.
+void printFirstFailure(const char *program, int rank,
+                       const std::string &error) {
+  fprintf(stderr, "%s: %serror: %s\n", program,
+          rank ? format("rank %d: ", rank).c_str() : "", error.c_str());
+}
+
 /// Fills a tensor's local piece from its initialiser.
 void initialise(loomrt_ctx *rt, const loomrt_tensor &t, char *arena,
                 uint64_t seed) {
@@ -1245,8 +1254,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
                            "read");
   if (firstFailed > -double(size)) {
     if (!filled && rank == int(-firstFailed))
-      fprintf(stderr, "%s: %serror: %s\n", program,
-              rank ? format("rank %d: ", rank).c_str() : "", error.c_str());
+      printFirstFailure(program, rank, error);
     free(arena);
     return 1;
   }
@@ -1485,9 +1493,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     firstFailed = minOverProcesses(firstFailed, options.timeout, argv[0]);
   if (firstFailed < processes) {
     if (processRank == firstFailed)
-      fprintf(stderr, "%s: %serror: %s\n", argv[0],
-              processRank ? format("rank %d: ", processRank).c_str() : "",
-              error.c_str());
+      printFirstFailure(argv[0], processRank, error);
     return finish(2);
   }
 

@@ -7,6 +7,7 @@
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/LoomOps.h"
 #include "dialects/loom/IR/Sharding.h"
+#include "dialects/loom/IR/TypeInference.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -131,9 +132,7 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
     auto checkTypes = [&](ArrayRef<Type> types,
                           StringRef what) -> LogicalResult {
       for (auto [index, type] : llvm::enumerate(types)) {
-        auto tensor = dyn_cast<RankedTensorType>(type);
-        if (!tensor || !tensor.hasStaticShape() ||
-            !isa<FloatType, IntegerType>(tensor.getElementType()))
+        if (!isStaticNumericTensor(type))
           return op->emitError()
                  << "a '" << kModelAttrName << "' function's " << what << " "
                  << index << " must be a statically shaped tensor of integers "

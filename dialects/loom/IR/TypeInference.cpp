@@ -192,6 +192,12 @@ FailureOr<RankedTensorType> inferEinsumType(OptLoc loc, StringRef spec,
   return RankedTensorType::get(shape, element);
 }
 
+bool isStaticNumericTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() &&
+         isa<FloatType, IntegerType>(tensor.getElementType());
+}
+
 bool isNormAffineElement(Type element, Type input) {
   return element == input || element.isF32();
 }

@@ -48,6 +48,10 @@ inferMatmulType(OptLoc loc, mlir::RankedTensorType lhs,
 mlir::FailureOr<mlir::RankedTensorType>
 inferEinsumType(OptLoc loc, llvm::StringRef spec,
                 llvm::ArrayRef<mlir::RankedTensorType> inputs);
+/// Whether `type` is a statically shaped tensor of integers or floats: a
+/// model's argument or result, and anything the memory plan places, has a
+/// size in bytes only then.
+bool isStaticNumericTensor(mlir::Type type);
 /// Whether a norm's scale or bias may have element type `element` for an
 /// input of element type `input`: the input's own, or f32.
 bool isNormAffineElement(mlir::Type element, mlir::Type input);

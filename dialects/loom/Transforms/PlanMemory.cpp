@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loom/IR/LoomDialect.h"
+#include "dialects/loom/IR/TypeInference.h"
 #include "dialects/loom/Transforms/Passes.h"
 #include "dialects/loom/Transforms/Views.h"
 
@@ -57,14 +58,13 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   LogicalResult checkSizes(func::FuncOp func) {
     int64_t total = 0;
     auto add = [&](Value value, Operation *at) -> LogicalResult {
-      auto tensor = dyn_cast<RankedTensorType>(value.getType());
-      if (!tensor || !tensor.hasStaticShape() ||
-          !isa<FloatType, IntegerType>(tensor.getElementType()))
+      if (!isStaticNumericTensor(value.getType()))
         return at->emitError()
                << "loom-plan-memory: cannot place a value of type "
                << value.getType()
                << " in the arena: only statically shaped tensors of integers "
                   "or floats have a size";
+      auto tensor = cast<RankedTensorType>(value.getType());
       int64_t bits = tensor.getElementType().getIntOrFloatBitWidth(), bytes;
       if (llvm::MulOverflow(tensor.getNumElements(), (bits + 7) / 8, bytes) ||
           llvm::AddOverflow(total, bytes + kAlignment, total))
