@@ -370,6 +370,35 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
   auto contains = [](ArrayRef<StringAttr> axes, StringAttr axis) {
     return llvm::is_contained(axes, axis);
   };
+  // The dimension whose current axes end with `axes` (in any order) and
+  // whose target is the rest of them: it can hand them over by all_to_all.
+  auto giverOf = [&](int64_t dim, ArrayRef<StringAttr> axes) -> int64_t {
+    for (int64_t other = 0, e = int64_t(current.dims.size()); other < e;
+         ++other) {
+      ArrayRef<StringAttr> from = current.dims[other];
+      if (other == dim || from.size() < axes.size())
+        continue;
+      ArrayRef<StringAttr> tail = from.take_back(axes.size());
+      if (std::is_permutation(tail.begin(), tail.end(), axes.begin(),
+                              axes.end()) &&
+          ArrayRef<StringAttr>(target.dims[other]) ==
+              from.drop_back(axes.size()))
+        return other;
+    }
+    return -1;
+  };
+  // One all_to_all: the last `count` axes of dimension `from` go to the end
+  // of dimension `to`.
+  auto handOver = [&](int64_t from, int64_t to, size_t count) {
+    Axes &source = current.dims[from];
+    Axes moved(source.end() - count, source.end());
+    source.resize(source.size() - count);
+    current.dims[to].append(moved.begin(), moved.end());
+    return emit(AllToAllOp::create(builder, loc, localType(value, current),
+                                   result, meshRef, axesAttr(moved),
+                                   builder.getI64IntegerAttr(to),
+                                   builder.getI64IntegerAttr(from)));
+  };
   // A dimension whose target axes are its own in another order, or its own
   // and more, or some of its own not first: the local block moves at most
   // once, by a collective_permute, instead of the dimension being gathered.
@@ -378,8 +407,6 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     Axes &have = current.dims[dim];
     bool wantHasAll = llvm::all_of(
         have, [&](StringAttr axis) { return contains(want, axis); });
-    bool haveHasAll = llvm::all_of(
-        want, [&](StringAttr axis) { return contains(have, axis); });
     if (have == want)
       continue;
     if (have.size() == want.size() && wantHasAll) {
@@ -410,59 +437,80 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
       // from (`[a, (b, c)]` to `[(c, b, a), _]`): one all_to_all brings them
       // over after the present ones, then the permute, where both
       // dimensions were gathered whole.
-      for (int64_t other = 0; other < e; ++other) {
-        Axes &from = current.dims[other];
-        if (other == dim || from.size() < added.size())
-          continue;
-        ArrayRef<StringAttr> tail =
-            ArrayRef<StringAttr>(from).take_back(added.size());
-        if (!std::is_permutation(tail.begin(), tail.end(), added.begin(),
-                                 added.end()) ||
-            ArrayRef<StringAttr>(target.dims[other]) !=
-                ArrayRef<StringAttr>(from).drop_back(added.size()))
-          continue;
-        Axes moved(tail.begin(), tail.end());
-        from.resize(from.size() - moved.size());
-        have.append(moved.begin(), moved.end());
-        if (failed(emit(AllToAllOp::create(
-                builder, loc, localType(value, current), result, meshRef,
-                axesAttr(moved), builder.getI64IntegerAttr(dim),
-                builder.getI64IntegerAttr(other)))) ||
-            failed(permute(dim, want)))
-          return failure();
-        break;
-      }
+      if (int64_t giver = giverOf(dim, added);
+          giver >= 0 && (failed(handOver(giver, dim, added.size())) ||
+                         failed(permute(dim, want))))
+        return failure();
       continue;
     }
-    // `{tp, dp}` to `{dp}`: the kept axes first, so that only the others
-    // are gathered below. The others go in the order another dimension of
-    // the target adds them, if one does, so that they move there by one
-    // all_to_all: `{c, b, a}` to `{b}` while another dimension gains
-    // `{a, c}` is `{b, a, c}`, not `{b, c, a}`. With the kept axes first
-    // already, the permute is worth it only for that all_to_all.
-    if (want.size() < have.size() && haveHasAll) {
-      Axes rest;
-      for (StringAttr axis : have)
-        if (!contains(want, axis))
-          rest.push_back(axis);
-      for (int64_t other = 0; other < e; ++other) {
-        ArrayRef<StringAttr> wanted = target.dims[other];
-        ArrayRef<StringAttr> present = current.dims[other];
-        if (other == dim || wanted.size() != present.size() + rest.size() ||
-            wanted.take_front(present.size()) != present)
-          continue;
-        ArrayRef<StringAttr> added = wanted.drop_front(present.size());
-        if (std::is_permutation(added.begin(), added.end(), rest.begin(),
-                                rest.end())) {
-          rest.assign(added.begin(), added.end());
-          break;
-        }
+    // Some axes kept, some not (`{tp, dp}` to `{dp}`, `{c, b}` to `{b, a}`
+    // or `{a, b}`): the kept axes first, in the target's order, so that
+    // only the others are gathered. The others go in the order another
+    // dimension of the target adds them, if one does, so that they move
+    // there by one all_to_all: `{c, b, a}` to `{b}` while another dimension
+    // gains `{a, c}` is `{b, a, c}`, not `{b, c, a}`. With the kept axes
+    // first already, the permute is worth it only for that all_to_all.
+    Axes kept, added, rest;
+    for (StringAttr axis : want)
+      (contains(have, axis) ? kept : added).push_back(axis);
+    for (StringAttr axis : have)
+      if (!contains(want, axis))
+        rest.push_back(axis);
+    if (rest.empty())
+      continue;
+    int64_t taker = -1;
+    for (int64_t other = 0; other < e; ++other) {
+      ArrayRef<StringAttr> wanted = target.dims[other];
+      ArrayRef<StringAttr> present = current.dims[other];
+      if (other == dim || wanted.size() != present.size() + rest.size() ||
+          wanted.take_front(present.size()) != present)
+        continue;
+      ArrayRef<StringAttr> gained = wanted.drop_front(present.size());
+      if (std::is_permutation(gained.begin(), gained.end(), rest.begin(),
+                              rest.end())) {
+        rest.assign(gained.begin(), gained.end());
+        taker = other;
+        break;
       }
-      Axes order = want;
-      order.append(rest.begin(), rest.end());
-      if (order != have && failed(permute(dim, order)))
+    }
+    // With the kept axes first in the target too, the steps below gather
+    // the others and slice in the added ones. Otherwise (`{c, b}` to
+    // `{a, b}`) the added axes are sliced in after the kept ones here, if
+    // they are free, and a second permute orders them: three blocks move
+    // where the dimension was gathered whole.
+    bool keptFirst = ArrayRef<StringAttr>(want).take_front(kept.size()) ==
+                     ArrayRef<StringAttr>(kept);
+    int64_t giver = -1;
+    if (!keptFirst && inUse(added) && (giver = giverOf(dim, added)) < 0)
+      continue;
+    Axes order = kept;
+    order.append(rest.begin(), rest.end());
+    if (order != have && failed(permute(dim, order)))
+      return failure();
+    if (keptFirst)
+      continue;
+    if (taker >= 0) {
+      if (failed(handOver(dim, taker, rest.size())))
+        return failure();
+    } else {
+      have.resize(kept.size());
+      if (failed(emit(AllGatherOp::create(
+              builder, loc, localType(value, current), result, meshRef,
+              axesAttr(rest), builder.getI64IntegerAttr(dim)))))
         return failure();
     }
+    if (giver >= 0) {
+      if (failed(handOver(giver, dim, added.size())))
+        return failure();
+    } else {
+      have.append(added.begin(), added.end());
+      if (failed(emit(AllSliceOp::create(
+              builder, loc, localType(value, current), result, meshRef,
+              axesAttr(added), builder.getI64IntegerAttr(dim)))))
+        return failure();
+    }
+    if (failed(permute(dim, want)))
+      return failure();
   }
 
   // Dimensions: keep the common prefix, gather what the current layout has
