@@ -23,6 +23,7 @@
 #include "dialects/loom/IR/ShardingRule.h"
 #include "dialects/loom/IR/StableValueMap.h"
 #include "dialects/loom/Transforms/Passes.h"
+#include "dialects/loom/Transforms/ReshardPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -161,6 +162,9 @@ private:
   /// Names for values the partitioner makes, for `loom.reason`.
   llvm::DenseMap<Value, std::string> valueNames;
   llvm::DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
+  /// Plans by problem (shape, layouts, manual axes): the layers of a model
+  /// ask for the same reshards many times, and a large search is slow.
+  llvm::StringMap<std::optional<SmallVector<ReshardStep>>> plans;
   int64_t numCollectives = 0;
 
 public:
@@ -367,28 +371,6 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
         builder, loc, localType(value, current), result, meshRef,
         axesAttr(before), builder.getDenseI64ArrayAttr(pairs)));
   };
-  auto contains = [](ArrayRef<StringAttr> axes, StringAttr axis) {
-    return llvm::is_contained(axes, axis);
-  };
-  // The dimension whose current axes end with `axes` (in any order) and
-  // whose target is the rest of them: it can hand them over by all_to_all.
-  auto giverOf = [&](int64_t dim, ArrayRef<StringAttr> axes) -> int64_t {
-    for (int64_t other = 0, e = int64_t(current.dims.size()); other < e;
-         ++other) {
-      ArrayRef<StringAttr> from = current.dims[other];
-      if (other == dim || from.size() < axes.size())
-        continue;
-      ArrayRef<StringAttr> tail = from.take_back(axes.size());
-      if (std::is_permutation(tail.begin(), tail.end(), axes.begin(),
-                              axes.end()) &&
-          ArrayRef<StringAttr>(target.dims[other]) ==
-              from.drop_back(axes.size()))
-        return other;
-    }
-    return -1;
-  };
-  // One all_to_all: the last `count` axes of dimension `from` go to the end
-  // of dimension `to`.
   auto handOver = [&](int64_t from, int64_t to, size_t count) {
     Axes &source = current.dims[from];
     Axes moved(source.end() - count, source.end());
@@ -399,123 +381,83 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
                                    builder.getI64IntegerAttr(to),
                                    builder.getI64IntegerAttr(from)));
   };
-  // A dimension whose target axes are its own in another order, or its own
-  // and more, or some of its own not first: the local block moves at most
-  // once, by a collective_permute, instead of the dimension being gathered.
-  for (int64_t dim = 0, e = int64_t(target.dims.size()); dim < e; ++dim) {
-    const Axes &want = target.dims[dim];
-    Axes &have = current.dims[dim];
-    bool wantHasAll = llvm::all_of(
-        have, [&](StringAttr axis) { return contains(want, axis); });
-    if (have == want)
-      continue;
-    if (have.size() == want.size() && wantHasAll) {
-      if (failed(permute(dim, want)))
-        return failure();
-      continue;
-    }
-    // `{dp}` to `{tp, dp}`: slicing tp in after dp is local, and the
-    // permutation then moves each block once, where gathering dp and
-    // slicing (tp, dp) would move half the dimension to every device.
-    if (want.size() > have.size() && wantHasAll &&
-        ArrayRef<StringAttr>(want).take_front(have.size()) !=
-            ArrayRef<StringAttr>(have)) {
-      Axes added;
-      for (StringAttr axis : want)
-        if (!contains(have, axis))
-          added.push_back(axis);
-      if (!inUse(added)) {
-        have.append(added.begin(), added.end());
-        if (failed(emit(AllSliceOp::create(
-                builder, loc, localType(value, current), result, meshRef,
-                axesAttr(added), builder.getI64IntegerAttr(dim)))) ||
-            failed(permute(dim, want)))
-          return failure();
-        continue;
+  // The cheapest collectives to the target (ReshardPlan.h), as ops.
+  SmallVector<StringAttr> axisNames;
+  auto indexOf = [&](StringAttr axis) {
+    auto *found = llvm::find(axisNames, axis);
+    if (found != axisNames.end())
+      return int(found - axisNames.begin());
+    axisNames.push_back(axis);
+    return int(axisNames.size() - 1);
+  };
+  AxisLists from, to;
+  for (const Axes &axes : current.dims)
+    from.emplace_back(llvm::map_range(axes, indexOf));
+  for (const Axes &axes : target.dims)
+    to.emplace_back(llvm::map_range(axes, indexOf));
+  SmallVector<int64_t> axisSizes;
+  SmallVector<bool> manual;
+  for (StringAttr axis : axisNames) {
+    axisSizes.push_back(mesh.getAxisSize(axis.getValue()).value_or(1));
+    manual.push_back(mesh.isManualAxis(axis.getValue()));
+  }
+  std::string problemKey;
+  {
+    llvm::raw_string_ostream os(problemKey);
+    llvm::interleaveComma(global.getShape(), os);
+    for (const AxisLists *layout : {&from, &to})
+      for (const auto &axes : *layout) {
+        os << "|";
+        llvm::interleaveComma(axes, os);
       }
-      // The added axes end another dimension, which the target drops them
-      // from (`[a, (b, c)]` to `[(c, b, a), _]`): one all_to_all brings them
-      // over after the present ones, then the permute, where both
-      // dimensions were gathered whole.
-      if (int64_t giver = giverOf(dim, added);
-          giver >= 0 && (failed(handOver(giver, dim, added.size())) ||
-                         failed(permute(dim, want))))
-        return failure();
-      continue;
-    }
-    // Some axes kept, some not (`{tp, dp}` to `{dp}`, `{c, b}` to `{b, a}`
-    // or `{a, b}`): the kept axes first, in the target's order, so that
-    // only the others are gathered. The others go in the order another
-    // dimension of the target adds them, if one does, so that they move
-    // there by one all_to_all: `{c, b, a}` to `{b}` while another dimension
-    // gains `{a, c}` is `{b, a, c}`, not `{b, c, a}`. With the kept axes
-    // first already, the permute is worth it only for that all_to_all.
-    Axes kept, added, rest;
-    for (StringAttr axis : want)
-      (contains(have, axis) ? kept : added).push_back(axis);
-    for (StringAttr axis : have)
-      if (!contains(want, axis))
-        rest.push_back(axis);
-    if (rest.empty())
-      continue;
-    int64_t taker = -1;
-    for (int64_t other = 0; other < e; ++other) {
-      ArrayRef<StringAttr> wanted = target.dims[other];
-      ArrayRef<StringAttr> present = current.dims[other];
-      if (other == dim || wanted.size() != present.size() + rest.size() ||
-          wanted.take_front(present.size()) != present)
-        continue;
-      ArrayRef<StringAttr> gained = wanted.drop_front(present.size());
-      if (std::is_permutation(gained.begin(), gained.end(), rest.begin(),
-                              rest.end())) {
-        rest.assign(gained.begin(), gained.end());
-        taker = other;
+    for (auto [size, isManual] : llvm::zip(axisSizes, manual))
+      os << "|" << size << (isManual ? "m" : "");
+  }
+  auto [cached, isNew] = plans.try_emplace(problemKey);
+  if (isNew)
+    cached->second = planReshard(
+        {global.getShape(), axisSizes, manual, std::move(from), std::move(to)});
+  if (const std::optional<SmallVector<ReshardStep>> &plan = cached->second) {
+    auto names = [&](ArrayRef<int> axes) {
+      return Axes(llvm::map_range(
+          axes, [&](int axis) { return axisNames[size_t(axis)]; }));
+    };
+    for (const ReshardStep &step : *plan) {
+      Axes axes = names(step.axes);
+      Axes &have = current.dims[step.dim];
+      LogicalResult emitted = success();
+      switch (step.kind) {
+      case ReshardStep::Kind::Permute:
+        emitted = permute(step.dim, axes);
+        break;
+      case ReshardStep::Kind::Gather:
+        have.resize(have.size() - axes.size());
+        emitted = emit(AllGatherOp::create(
+            builder, loc, localType(value, current), result, meshRef,
+            axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
+        break;
+      case ReshardStep::Kind::Slice:
+        have.append(axes.begin(), axes.end());
+        emitted = emit(AllSliceOp::create(
+            builder, loc, localType(value, current), result, meshRef,
+            axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
+        break;
+      case ReshardStep::Kind::AllToAll:
+        emitted = handOver(step.from, step.dim, axes.size());
         break;
       }
-    }
-    // With the kept axes first in the target too, the steps below gather
-    // the others and slice in the added ones. Otherwise (`{c, b}` to
-    // `{a, b}`) the added axes are sliced in after the kept ones here, if
-    // they are free, and a second permute orders them: three blocks move
-    // where the dimension was gathered whole.
-    bool keptFirst = ArrayRef<StringAttr>(want).take_front(kept.size()) ==
-                     ArrayRef<StringAttr>(kept);
-    int64_t giver = -1;
-    if (!keptFirst && inUse(added) && (giver = giverOf(dim, added)) < 0)
-      continue;
-    Axes order = kept;
-    order.append(rest.begin(), rest.end());
-    if (order != have && failed(permute(dim, order)))
-      return failure();
-    if (keptFirst)
-      continue;
-    if (taker >= 0) {
-      if (failed(handOver(dim, taker, rest.size())))
-        return failure();
-    } else {
-      have.resize(kept.size());
-      if (failed(emit(AllGatherOp::create(
-              builder, loc, localType(value, current), result, meshRef,
-              axesAttr(rest), builder.getI64IntegerAttr(dim)))))
+      if (failed(emitted))
         return failure();
     }
-    if (giver >= 0) {
-      if (failed(handOver(giver, dim, added.size())))
-        return failure();
-    } else {
-      have.append(added.begin(), added.end());
-      if (failed(emit(AllSliceOp::create(
-              builder, loc, localType(value, current), result, meshRef,
-              axesAttr(added), builder.getI64IntegerAttr(dim)))))
-        return failure();
-    }
-    if (failed(permute(dim, want)))
-      return failure();
+    reshardCache[key] = result;
+    return result;
   }
 
-  // Dimensions: keep the common prefix, gather what the current layout has
-  // beyond it, slice in what the target has beyond it; an axis group that
-  // leaves one dimension for another moves by all_to_all.
+  // Beyond the planner's budget (many axes on many dimensions), or with no
+  // way around a manual axis (emit() then says which): per dimension, keep
+  // the common prefix, gather what the current layout has beyond it, slice
+  // in what the target has beyond it; an axis group that leaves one
+  // dimension for another moves by all_to_all.
   struct Move {
     int64_t dim;
     Axes axes;

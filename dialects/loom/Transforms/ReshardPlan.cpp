@@ -1,0 +1,324 @@
+//===- ReshardPlan.cpp - The cheapest collectives between two layouts -----===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Dijkstra over layouts. From a layout, a step may reorder one dimension's
+// axes (collective_permute: each rank receives its whole block, unless only
+// axes of size 1 move), gather a dimension's last axes (all_gather: n - 1
+// blocks), slice a free axis of the target onto the end of a dimension
+// (all_slice: nothing), or move a dimension's last axes to the end of
+// another (all_to_all: (n - 1) / n of a block). These are the costs
+// `--explain` reports, in elements; every layout on the way must divide
+// the shape evenly. Only axes of the two layouts take part, so the search
+// stays small: with four axes on three dimensions there are 685 layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/Transforms/ReshardPlan.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <queue>
+#include <string>
+#include <unordered_map>
+
+using namespace loom;
+using llvm::ArrayRef;
+using llvm::SmallVector;
+
+namespace {
+
+using Axes = SmallVector<int, 4>;
+
+/// Elements received a rank, then collectives: compared in that order.
+struct Cost {
+  uint64_t elements = 0;
+  uint64_t steps = 0;
+  bool operator<(const Cost &other) const {
+    return elements != other.elements ? elements < other.elements
+                                      : steps < other.steps;
+  }
+};
+
+struct Node {
+  AxisLists layout;
+  Cost cost;
+  int parent = -1;
+  ReshardStep step{ReshardStep::Kind::Slice, 0, -1, {}};
+  bool settled = false;
+};
+
+class Search {
+public:
+  /// `narrow`: free axes are sliced only onto the dimension the target
+  /// puts them on, which leaves far fewer layouts to visit.
+  Search(const ReshardProblem &problem, size_t budget, bool narrow)
+      : problem(problem), budget(budget), narrow(narrow) {
+    for (auto [dim, axes] : llvm::enumerate(problem.to))
+      for (int axis : axes)
+        wanted.push_back({axis, int64_t(dim)});
+    // Every device's coordinates, and the target block it needs.
+    size_t axisCount = problem.axisSizes.size();
+    SmallVector<int64_t, 8> at(axisCount, 0);
+    for (;;) {
+      devices.push_back(at);
+      targets.push_back(blockOf(problem.to, at));
+      size_t axis = axisCount;
+      while (axis > 0 && ++at[axis - 1] == problem.axisSizes[axis - 1])
+        at[--axis] = 0;
+      if (axis == 0)
+        break;
+    }
+  }
+
+  std::optional<SmallVector<ReshardStep>> run();
+  bool gaveUp() const { return overBudget; }
+
+private:
+  int64_t groupSize(ArrayRef<int> axes) const {
+    int64_t size = 1;
+    for (int axis : axes)
+      size *= problem.axisSizes[size_t(axis)];
+    return size;
+  }
+  bool anyForbidden(ArrayRef<int> axes) const {
+    return llvm::any_of(axes, [&](int axis) {
+      return size_t(axis) < problem.forbidden.size() &&
+             problem.forbidden[size_t(axis)];
+    });
+  }
+  /// Elements of a rank's block, or none if `layout` does not divide the
+  /// shape evenly.
+  std::optional<uint64_t> localElements(const AxisLists &layout) const {
+    uint64_t elements = 1;
+    for (auto [size, axes] : llvm::zip(problem.shape, layout)) {
+      int64_t group = groupSize(axes);
+      if (size % group != 0)
+        return std::nullopt;
+      elements *= uint64_t(size / group);
+    }
+    return elements;
+  }
+  /// Whether reordering `before` to `after` moves any block: axes of size 1
+  /// index nothing.
+  bool movesBlocks(ArrayRef<int> before, ArrayRef<int> after) const {
+    auto sized = [&](ArrayRef<int> axes) {
+      Axes kept;
+      for (int axis : axes)
+        if (problem.axisSizes[size_t(axis)] > 1)
+          kept.push_back(axis);
+      return kept;
+    };
+    return sized(before) != sized(after);
+  }
+  using Block = SmallVector<std::pair<int64_t, int64_t>, 4>;
+  /// The rows of each dimension that the device at `at` holds in `layout`.
+  Block blockOf(const AxisLists &layout, ArrayRef<int64_t> at) const {
+    Block block;
+    for (auto [size, axes] : llvm::zip(problem.shape, layout)) {
+      int64_t index = 0;
+      for (int axis : axes)
+        index = index * problem.axisSizes[size_t(axis)] + at[size_t(axis)];
+      int64_t rows = size / groupSize(axes);
+      block.push_back({index * rows, (index + 1) * rows});
+    }
+    return block;
+  }
+  /// The most elements that a device needs for its target block and does
+  /// not hold in `layout`: every plan from `layout` receives at least as
+  /// many a rank, and a step lowers it by no more than it costs, so the
+  /// search (A*) stays exact.
+  uint64_t stillMissing(const AxisLists &layout) const {
+    uint64_t most = 0;
+    for (auto [at, target] : llvm::zip(devices, targets)) {
+      Block held = blockOf(layout, at);
+      uint64_t need = 1, have = 1;
+      for (auto [t, h] : llvm::zip(target, held)) {
+        need *= uint64_t(t.second - t.first);
+        have *= uint64_t(std::max<int64_t>(0, std::min(t.second, h.second) -
+                                                  std::max(t.first, h.first)));
+      }
+      most = std::max(most, need - have);
+    }
+    return most;
+  }
+  static std::string keyOf(const AxisLists &layout) {
+    std::string key;
+    for (const Axes &dim : layout) {
+      for (int axis : dim)
+        key += std::to_string(axis) + ",";
+      key += "|";
+    }
+    return key;
+  }
+  /// Offers `layout`, reached from node `from` by `step` at `cost`.
+  void offer(int from, AxisLists layout, ReshardStep step, Cost cost);
+
+  const ReshardProblem &problem;
+  size_t budget;
+  bool narrow;
+  /// The target's axes, each with its dimension there.
+  SmallVector<std::pair<int, int64_t>> wanted;
+  std::vector<Node> nodes;
+  std::unordered_map<std::string, int> index;
+  SmallVector<SmallVector<int64_t, 8>> devices;
+  SmallVector<Block> targets;
+  /// A node to visit: its cost so far plus what it still misses, the node,
+  /// and its cost so far (older entries for a node are skipped).
+  struct Entry {
+    Cost priority;
+    int node;
+    Cost cost;
+  };
+  struct Later {
+    bool operator()(const Entry &a, const Entry &b) const {
+      return b.priority < a.priority;
+    }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, Later> queue;
+  bool overBudget = false;
+};
+
+void Search::offer(int from, AxisLists layout, ReshardStep step, Cost cost) {
+  std::string key = keyOf(layout);
+  auto [it, inserted] = index.try_emplace(key, int(nodes.size()));
+  if (inserted) {
+    if (nodes.size() >= budget) {
+      overBudget = true;
+      index.erase(it);
+      return;
+    }
+    nodes.push_back(Node{std::move(layout), cost, from, std::move(step)});
+  } else {
+    Node &node = nodes[size_t(it->second)];
+    if (node.settled || !(cost < node.cost))
+      return;
+    node.cost = cost;
+    node.parent = from;
+    node.step = std::move(step);
+  }
+  Cost priority = cost;
+  priority.elements += stillMissing(nodes[size_t(it->second)].layout);
+  queue.push({priority, it->second, cost});
+}
+
+std::optional<SmallVector<ReshardStep>> Search::run() {
+  if (!localElements(problem.from) || !localElements(problem.to))
+    return std::nullopt;
+  std::string goal = keyOf(problem.to);
+  nodes.push_back(Node{problem.from, Cost{}, -1, {}});
+  index[keyOf(problem.from)] = 0;
+  queue.push({Cost{stillMissing(problem.from), 0}, 0, Cost{}});
+  while (!queue.empty() && !overBudget) {
+    Cost cost = queue.top().cost;
+    int current = queue.top().node;
+    queue.pop();
+    if (nodes[size_t(current)].settled || nodes[size_t(current)].cost < cost)
+      continue;
+    nodes[size_t(current)].settled = true;
+    const AxisLists here = nodes[size_t(current)].layout;
+    if (keyOf(here) == goal) {
+      SmallVector<ReshardStep> steps;
+      for (int at = current; nodes[size_t(at)].parent >= 0;
+           at = nodes[size_t(at)].parent)
+        steps.push_back(nodes[size_t(at)].step);
+      std::reverse(steps.begin(), steps.end());
+      // Slices one after another onto one dimension are one all_slice.
+      SmallVector<ReshardStep> merged;
+      for (ReshardStep &step : steps) {
+        if (!merged.empty() && step.kind == ReshardStep::Kind::Slice &&
+            merged.back().kind == ReshardStep::Kind::Slice &&
+            merged.back().dim == step.dim) {
+          merged.back().axes.append(step.axes.begin(), step.axes.end());
+          continue;
+        }
+        merged.push_back(std::move(step));
+      }
+      return merged;
+    }
+    uint64_t local = *localElements(here);
+    auto after = [&](uint64_t elements, bool collective) {
+      return Cost{cost.elements + elements, cost.steps + (collective ? 1 : 0)};
+    };
+    int64_t rank = int64_t(here.size());
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      const Axes &axes = here[size_t(dim)];
+      // Reorders of this dimension.
+      if (axes.size() > 1) {
+        Axes order = axes;
+        std::sort(order.begin(), order.end());
+        do {
+          if (order == axes)
+            continue;
+          bool moves = movesBlocks(axes, order);
+          if (moves && anyForbidden(axes))
+            continue;
+          AxisLists next = here;
+          next[size_t(dim)] = order;
+          offer(current, std::move(next),
+                ReshardStep{ReshardStep::Kind::Permute, dim, -1, order},
+                after(moves ? local : 0, moves));
+        } while (std::next_permutation(order.begin(), order.end()));
+      }
+      // Its last axes gathered, or moved to another dimension.
+      for (size_t count = 1; count <= axes.size(); ++count) {
+        Axes moved(axes.end() - count, axes.end());
+        if (anyForbidden(moved))
+          break; // longer suffixes hold the same axis
+        uint64_t n = uint64_t(groupSize(moved));
+        AxisLists gathered = here;
+        gathered[size_t(dim)].resize(axes.size() - count);
+        offer(current, gathered,
+              ReshardStep{ReshardStep::Kind::Gather, dim, -1, moved},
+              after((n - 1) * local, true));
+        for (int64_t to = 0; to < rank; ++to) {
+          if (to == dim)
+            continue;
+          AxisLists next = gathered;
+          next[size_t(to)].append(moved.begin(), moved.end());
+          if (!localElements(next))
+            continue;
+          offer(current, std::move(next),
+                ReshardStep{ReshardStep::Kind::AllToAll, to, dim, moved},
+                after((n - 1) * local / n, true));
+        }
+      }
+      // A free axis of the target sliced onto its end.
+      for (const auto &[axis, home] : wanted) {
+        int free = axis;
+        if ((narrow && home != dim) || anyForbidden(ArrayRef<int>(free)) ||
+            llvm::any_of(here, [&](const Axes &held) {
+              return llvm::is_contained(held, free);
+            }))
+          continue;
+        AxisLists next = here;
+        next[size_t(dim)].push_back(free);
+        if (!localElements(next))
+          continue;
+        offer(current, std::move(next),
+              ReshardStep{ReshardStep::Kind::Slice, dim, -1, {free}},
+              after(0, true));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<SmallVector<ReshardStep>>
+loom::planReshard(const ReshardProblem &problem, size_t budget) {
+  if (problem.from.size() != problem.to.size() ||
+      problem.from.size() != problem.shape.size())
+    return std::nullopt;
+  // Slicing an axis onto another dimension first can pay (the blocks that
+  // move are smaller), but with many axes the free slices multiply the
+  // layouts; then the narrower search.
+  Search wide(problem, budget, /*narrow=*/false);
+  if (auto plan = wide.run(); plan || !wide.gaveUp())
+    return plan;
+  return Search(problem, budget, /*narrow=*/true).run();
+}

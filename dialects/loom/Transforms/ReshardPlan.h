@@ -1,0 +1,66 @@
+//===- ReshardPlan.h - The cheapest collectives between two layouts -------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A reshard moves a value from one layout (the mesh axes each dimension is
+// split over, in order) to another by a sequence of collectives, each of
+// which changes one or two dimensions' axes. The planner searches that
+// sequence (Dijkstra over layouts) for the fewest bytes received a rank, as
+// `--explain` counts them, then the fewest collectives. It knows no MLIR:
+// axes are indices, and the partitioner turns the steps into ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_TRANSFORMS_RESHARDPLAN_H
+#define LOOM_TRANSFORMS_RESHARDPLAN_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace loom {
+
+/// Per tensor dimension, the indices of the mesh axes it is split over,
+/// outermost first.
+using AxisLists = llvm::SmallVector<llvm::SmallVector<int, 4>, 4>;
+
+struct ReshardStep {
+  enum class Kind {
+    /// The same axes of `dim` in the order `axes`: blocks change places.
+    Permute,
+    /// `axes`, the last ones of `dim`, are gathered.
+    Gather,
+    /// `axes`, held by no dimension, are appended to `dim`: local.
+    Slice,
+    /// `axes`, the last ones of `from`, move to the end of `dim`.
+    AllToAll,
+  };
+  Kind kind;
+  int64_t dim;
+  int64_t from = -1;
+  llvm::SmallVector<int, 4> axes;
+};
+
+struct ReshardProblem {
+  /// The value's global shape.
+  llvm::ArrayRef<int64_t> shape;
+  /// Size of each mesh axis, by index.
+  llvm::ArrayRef<int64_t> axisSizes;
+  /// Axes no collective may be over (the pipeline's manual axes).
+  llvm::ArrayRef<bool> forbidden;
+  AxisLists from, to;
+};
+
+/// The steps from `from` to `to` that receive the fewest elements a rank,
+/// then the fewest steps; none when the search visits more than `budget`
+/// layouts or cannot reach `to` without a forbidden axis.
+std::optional<llvm::SmallVector<ReshardStep>>
+planReshard(const ReshardProblem &problem, size_t budget = 100000);
+
+} // namespace loom
+
+#endif // LOOM_TRANSFORMS_RESHARDPLAN_H
