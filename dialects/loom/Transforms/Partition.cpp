@@ -95,9 +95,10 @@ struct Layout {
 
 class Partitioner {
 public:
-  Partitioner(func::FuncOp function, MeshOp mesh)
+  Partitioner(func::FuncOp function, MeshOp mesh, size_t searchBudget)
       : function(function), mesh(mesh),
-        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        searchBudget(searchBudget) {}
 
   LogicalResult run();
 
@@ -165,6 +166,7 @@ private:
   /// Plans by problem (shape, layouts, manual axes): the layers of a model
   /// ask for the same reshards many times, and a large search is slow.
   llvm::StringMap<std::optional<SmallVector<ReshardStep>>> plans;
+  size_t searchBudget;
   int64_t numCollectives = 0;
 
 public:
@@ -416,7 +418,8 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
   auto [cached, isNew] = plans.try_emplace(problemKey);
   if (isNew)
     cached->second = planReshard(
-        {global.getShape(), axisSizes, manual, std::move(from), std::move(to)});
+        {global.getShape(), axisSizes, manual, std::move(from), std::move(to)},
+        searchBudget);
   if (const std::optional<SmallVector<ReshardStep>> &plan = cached->second) {
     auto names = [&](ArrayRef<int> axes) {
       return Axes(llvm::map_range(
@@ -1025,7 +1028,14 @@ struct PartitionPass : public loom::impl::LoomPartitionBase<PartitionPass> {
   void runOnOperation() override {
     LogicalResult result = forEachGlobalModel(
         getOperation(), "partitioning", [&](Operation *function, MeshOp mesh) {
-          Partitioner partitioner(cast<func::FuncOp>(function), mesh);
+          if (searchBudget < 0) {
+            function->emitError() << "--loom-partition: search-budget must be "
+                                     "0 or more, not "
+                                  << static_cast<int64_t>(searchBudget);
+            return failure();
+          }
+          Partitioner partitioner(cast<func::FuncOp>(function), mesh,
+                                  size_t(searchBudget));
           LogicalResult partitioned = partitioner.run();
           numCollectives += partitioner.getNumCollectives();
           return partitioned;

@@ -109,8 +109,10 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
     differences of equally partial values, products with one partial
     factor, reductions, reshapes) and are reduced where a consumer needs
     the true value: by `all_reduce`, or by `reduce_scatter` when the
-    consumer wants the value split over the partial axes. Reshards use
-    `all_slice`, `all_to_all` and `all_gather`; non-linear reductions over a
+    consumer wants the value split over the partial axes. Other reshards
+    are planned by a search over layouts for the fewest bytes a rank, by
+    `collective_permute`, `all_slice`, `all_to_all` and `all_gather`
+    (docs/partitioning.md 3.4); non-linear reductions over a
     sharded factor are split into a local reduction, an `all_reduce` and a
     local finish (max, cross-entropy over a split vocabulary) or gathered
     first. Collectives are placed right after the value they move (once per
@@ -118,6 +120,11 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
     met) and are never over a manual axis. The function gets `loom.spmd`.
     This is `loomc --emit=spmd`.
   }];
+  let options = [
+    Option<"searchBudget", "search-budget", "int64_t", /*default=*/"100000",
+           "Layouts a reshard's search may visit before it settles for "
+           "gathering and slicing (0: never search)">,
+  ];
   let statistics = [
     Statistic<"numCollectives", "collectives", "Number of collectives inserted">,
   ];

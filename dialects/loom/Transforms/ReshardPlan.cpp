@@ -311,7 +311,7 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
 
 std::optional<SmallVector<ReshardStep>>
 loom::planReshard(const ReshardProblem &problem, size_t budget) {
-  if (problem.from.size() != problem.to.size() ||
+  if (budget == 0 || problem.from.size() != problem.to.size() ||
       problem.from.size() != problem.shape.size())
     return std::nullopt;
   // Slicing an axis onto another dimension first can pay (the blocks that

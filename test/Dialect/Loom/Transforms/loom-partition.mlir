@@ -109,3 +109,38 @@ func.func @helper(%x: tensor<8xf32>) -> tensor<8xf32> {
 func.func @done(%x: tensor<4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}]>}) -> tensor<4xf32> attributes {loom.model, loom.spmd} {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Two axes trading dimensions: the search finds three all_to_alls (each
+// rank receives 12 + 18 + 12 floats); with search-budget=0 both
+// dimensions are gathered and sliced (24 + 48 floats).
+loom.mesh @m ["a" = 2, "b" = 2]
+func.func @swap(%x: tensor<8x12xf32> {loom.sharding = #loom.sharding<@m, [{"a"}, {"b"}]>})
+    -> (tensor<8x12xf32> {loom.sharding = #loom.sharding<@m, [{"b"}, {"a"}]>}) attributes {loom.model} {
+  return %x : tensor<8x12xf32>
+}
+// CHECK-LABEL: func.func @swap
+// CHECK-NEXT: %[[A:.*]] = loom.all_to_all %{{.*}} on @m ["a"] split 1 concat 0 {{.*}} : tensor<4x6xf32> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[B:.*]] = loom.all_to_all %[[A]] on @m ["b", "a"] split 0 concat 1 {{.*}} : tensor<8x3xf32> -> tensor<2x12xf32>
+// CHECK-NEXT: %[[C:.*]] = loom.all_to_all %[[B]] on @m ["a"] split 1 concat 0 {{.*}} : tensor<2x12xf32> -> tensor<4x6xf32>
+// CHECK-NEXT: return %[[C]] :
+// GATHER-LABEL: func.func @swap
+// GATHER-NEXT: loom.all_gather %{{.*}} on @m ["b"] dim 1
+// GATHER-NEXT: loom.all_gather %{{.*}} on @m ["a"] dim 0
+// GATHER-NEXT: loom.all_slice %{{.*}} on @m ["b"] dim 0
+// GATHER-NEXT: loom.all_slice %{{.*}} on @m ["a"] dim 1
+// GATHER-NEXT: return %
+
+// -----
+
+loom.mesh @m ["a" = 2]
+// BUDGET: error: --loom-partition: search-budget must be 0 or more, not -1
+func.func @any(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"a"}]>})
+    -> (tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>}) attributes {loom.model} {
+  return %x : tensor<8xf32>
+}
+
+// (RUN lines here keep the locations that the checks above name.)
+// RUN: loom-opt %s --split-input-file --loom-partition=search-budget=0 --verify-diagnostics | FileCheck %s --check-prefix=GATHER
+// RUN: not loom-opt %s --split-input-file --loom-partition=search-budget=-1 2>&1 | FileCheck %s --check-prefix=BUDGET
