@@ -50,14 +50,18 @@ bool holds(const AxisLists &layout, int axis) {
   return false;
 }
 
-/// Replays `steps` from `from`, checking each; returns the elements
-/// received a rank (the cost model of `--explain`).
-uint64_t replay(const Mesh &mesh, ArrayRef<int64_t> shape, AxisLists layout,
-                const AxisLists &to, ArrayRef<ReshardStep> steps) {
-  uint64_t cost = 0;
+/// Replays `steps` from `from` partial over `partial`, checking each;
+/// returns the elements received a rank (the cost model of `--explain`).
+double replay(const Mesh &mesh, ArrayRef<int64_t> shape, AxisLists layout,
+              const AxisLists &to, ArrayRef<ReshardStep> steps,
+              Axes partial = {}) {
+  double cost = 0;
   for (const ReshardStep &step : steps) {
-    uint64_t local = localElements(mesh, shape, layout);
-    Axes &dim = layout[size_t(step.dim)];
+    double local = double(localElements(mesh, shape, layout));
+    if (step.kind == ReshardStep::Kind::AllReduce)
+      EXPECT_EQ(step.dim, -1) << "an all_reduce changes no dimension";
+    Axes none;
+    Axes &dim = step.dim >= 0 ? layout[size_t(step.dim)] : none;
     for (int axis : step.axes)
       if (step.kind != ReshardStep::Kind::Permute)
         EXPECT_FALSE(mesh.forbidden[size_t(axis)]);
@@ -84,34 +88,52 @@ uint64_t replay(const Mesh &mesh, ArrayRef<int64_t> shape, AxisLists layout,
     case ReshardStep::Kind::Gather: {
       if (step.axes.size() > dim.size()) {
         ADD_FAILURE() << "a gather of more axes than the dimension has";
-        return UINT64_MAX;
+        return -1;
       }
       EXPECT_TRUE(std::equal(step.axes.begin(), step.axes.end(),
                              dim.end() - step.axes.size()))
           << "a gather takes the dimension's last axes";
       dim.resize(dim.size() - step.axes.size());
-      cost += uint64_t(group(mesh, step.axes) - 1) * local;
+      cost += double(group(mesh, step.axes) - 1) * local;
       break;
     }
     case ReshardStep::Kind::Slice:
       for (int axis : step.axes) {
         EXPECT_FALSE(holds(layout, axis)) << "a slice takes a free axis";
+        EXPECT_FALSE(llvm::is_contained(partial, axis))
+            << "no slice over an axis the value is partial over";
         dim.push_back(axis);
       }
       break;
+    case ReshardStep::Kind::ReduceScatter:
+    case ReshardStep::Kind::AllReduce: {
+      for (int axis : step.axes) {
+        EXPECT_TRUE(llvm::is_contained(partial, axis))
+            << "a reduction over an axis the value is partial over";
+        llvm::erase(partial, axis);
+      }
+      double n = double(group(mesh, step.axes));
+      if (step.kind == ReshardStep::Kind::ReduceScatter) {
+        dim.append(step.axes.begin(), step.axes.end());
+        cost += (n - 1) * local / n;
+      } else {
+        cost += 2 * (n - 1) * local / n;
+      }
+      break;
+    }
     case ReshardStep::Kind::AllToAll: {
       Axes &source = layout[size_t(step.from)];
       if (step.from == step.dim || step.axes.size() > source.size()) {
         ADD_FAILURE() << "an all_to_all within one dimension or of more axes "
                          "than the giving dimension has";
-        return UINT64_MAX;
+        return -1;
       }
       EXPECT_TRUE(std::equal(step.axes.begin(), step.axes.end(),
                              source.end() - step.axes.size()))
           << "an all_to_all moves the giving dimension's last axes";
       source.resize(source.size() - step.axes.size());
       layout[size_t(step.dim)].append(step.axes.begin(), step.axes.end());
-      uint64_t n = uint64_t(group(mesh, step.axes));
+      double n = double(group(mesh, step.axes));
       cost += (n - 1) * local / n;
       break;
     }
@@ -121,13 +143,20 @@ uint64_t replay(const Mesh &mesh, ArrayRef<int64_t> shape, AxisLists layout,
           << "every layout on the way divides the shape";
   }
   EXPECT_EQ(layout, to);
+  EXPECT_TRUE(partial.empty()) << "every partial sum reduced";
   return cost;
 }
 
-/// Gather what each dimension has beyond the common prefix, then slice.
-uint64_t gatherThenSlice(const Mesh &mesh, ArrayRef<int64_t> shape,
-                         AxisLists layout, const AxisLists &to) {
-  uint64_t cost = 0;
+/// All-reduce the partial sums, gather what each dimension has beyond the
+/// common prefix, then slice.
+double gatherThenSlice(const Mesh &mesh, ArrayRef<int64_t> shape,
+                       AxisLists layout, const AxisLists &to,
+                       ArrayRef<int> partial = {}) {
+  double cost = 0;
+  if (!partial.empty()) {
+    double n = double(group(mesh, partial));
+    cost += 2 * (n - 1) * double(localElements(mesh, shape, layout)) / n;
+  }
   for (size_t d = layout.size(); d-- > 0;) {
     size_t common = 0;
     while (common < layout[d].size() && common < to[d].size() &&
@@ -200,7 +229,7 @@ TEST(ReshardPlan, SameLayoutNeedsNothing) {
   Mesh mesh{{2, 2}, {false, false}};
   std::vector<int64_t> shape{8, 12};
   AxisLists layout{{0}, {1}};
-  auto plan = planReshard({shape, mesh.sizes, {}, layout, layout});
+  auto plan = planReshard({shape, mesh.sizes, {}, layout, layout, {}});
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->empty());
 }
@@ -210,7 +239,7 @@ TEST(ReshardPlan, MovesAnAxisByOneAllToAll) {
   Mesh mesh{{2}, {false}};
   std::vector<int64_t> shape{8, 12};
   AxisLists from{{}, {0}}, to{{0}, {}};
-  auto plan = planReshard({shape, mesh.sizes, {}, from, to});
+  auto plan = planReshard({shape, mesh.sizes, {}, from, to, {}});
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->size(), 1u);
   EXPECT_EQ((*plan)[0].kind, ReshardStep::Kind::AllToAll);
@@ -225,7 +254,7 @@ TEST(ReshardPlan, SlicesBeforeMovingWhenThatIsCheaper) {
   Mesh mesh{{2, 3, 2}, {false, false, false}};
   std::vector<int64_t> shape{24, 12};
   AxisLists from{{2, 1}, {}}, to{{0, 1}, {}};
-  auto plan = planReshard({shape, mesh.sizes, {}, from, to});
+  auto plan = planReshard({shape, mesh.sizes, {}, from, to, {}});
   ASSERT_TRUE(plan);
   ASSERT_FALSE(plan->empty());
   EXPECT_EQ(plan->front().kind, ReshardStep::Kind::Slice);
@@ -237,7 +266,7 @@ TEST(ReshardPlan, ReorderingAxesOfSizeOneIsFree) {
   Mesh mesh{{1, 2}, {false, false}};
   std::vector<int64_t> shape{8};
   AxisLists from{{0, 1}}, to{{1, 0}};
-  auto plan = planReshard({shape, mesh.sizes, {}, from, to});
+  auto plan = planReshard({shape, mesh.sizes, {}, from, to, {}});
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->size(), 1u);
   EXPECT_EQ((*plan)[0].kind, ReshardStep::Kind::Permute);
@@ -250,20 +279,35 @@ TEST(ReshardPlan, NoCollectiveOverAForbiddenAxis) {
   Mesh mesh{{2, 2}, {true, false}};
   std::vector<int64_t> shape{8, 12};
   AxisLists from{{0, 1}, {}}, to{{0}, {1}};
-  auto plan = planReshard({shape, mesh.sizes, mesh.forbidden, from, to});
+  auto plan = planReshard({shape, mesh.sizes, mesh.forbidden, from, to, {}});
   ASSERT_TRUE(plan);
   replay(mesh, shape, from, to, *plan);
   // Gathering the manual axis is the only way: no plan.
   AxisLists unsplit{{}, {1}};
-  EXPECT_FALSE(planReshard({shape, mesh.sizes, mesh.forbidden, from, unsplit}));
+  EXPECT_FALSE(
+      planReshard({shape, mesh.sizes, mesh.forbidden, from, unsplit, {}}));
 }
 
 TEST(ReshardPlan, GivesUpBeyondItsBudget) {
   Mesh mesh{{2, 3, 2}, {false, false, false}};
   std::vector<int64_t> shape{24, 36};
   AxisLists from{{0}, {1, 2}}, to{{1}, {0, 2}};
-  EXPECT_FALSE(planReshard({shape, mesh.sizes, {}, from, to}, 3));
-  EXPECT_TRUE(planReshard({shape, mesh.sizes, {}, from, to}));
+  EXPECT_FALSE(planReshard({shape, mesh.sizes, {}, from, to, {}}, 3));
+  EXPECT_TRUE(planReshard({shape, mesh.sizes, {}, from, to, {}}));
+}
+
+TEST(ReshardPlan, ReducesOntoADimensionInAnotherOrder) {
+  // [8:b, 12] partial over a to [8:(a, b), 12]: reduce_scatter a onto the
+  // end of dimension 0 and permute (24 + 24 floats), where an all_reduce, a
+  // slice and a permute would receive 48 + 24.
+  Mesh mesh{{2, 2}, {false, false}};
+  std::vector<int64_t> shape{8, 12};
+  AxisLists from{{1}, {}}, to{{0, 1}, {}};
+  auto plan = planReshard({shape, mesh.sizes, {}, from, to, {0}});
+  ASSERT_TRUE(plan);
+  ASSERT_FALSE(plan->empty());
+  EXPECT_EQ(plan->front().kind, ReshardStep::Kind::ReduceScatter);
+  EXPECT_EQ(replay(mesh, shape, from, to, *plan, {0}), 48);
 }
 
 TEST(ReshardPlan, RandomLayoutsReplayWithinTheirBounds) {
@@ -280,11 +324,17 @@ TEST(ReshardPlan, RandomLayoutsReplayWithinTheirBounds) {
         shapes[size_t(trial / 4) % shapes.size()];
     AxisLists from = randomLayout(random, mesh, shape);
     AxisLists to = randomLayout(random, mesh, shape);
-    auto plan = planReshard({shape, mesh.sizes, {}, from, to});
+    // Half the values are partial sums over some axes they are not split
+    // over.
+    Axes partial;
+    for (int axis = 0; axis < int(mesh.sizes.size()); ++axis)
+      if (trial % 2 && !holds(from, axis) && random() % 5 < 2)
+        partial.push_back(axis);
+    auto plan = planReshard({shape, mesh.sizes, {}, from, to, partial});
     ASSERT_TRUE(plan);
-    uint64_t cost = replay(mesh, shape, from, to, *plan);
-    EXPECT_GE(cost, lowerBound(mesh, shape, from, to));
-    EXPECT_LE(cost, gatherThenSlice(mesh, shape, from, to));
+    double cost = replay(mesh, shape, from, to, *plan, partial);
+    EXPECT_GE(cost, double(lowerBound(mesh, shape, from, to)));
+    EXPECT_LE(cost, gatherThenSlice(mesh, shape, from, to, partial));
     ++planned;
   }
   EXPECT_EQ(planned, 400);

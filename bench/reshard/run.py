@@ -88,22 +88,37 @@ def lower_bound(mesh, shape, source, target):
     return worst * ELEMENT_BYTES
 
 
-COLLECTIVE = re.compile(r"^//\s+\d+\. (\w+) over .*?, (\d+) bytes per rank")
-MADE_BY = re.compile(r"^//\s+made by loom\.mul at [^:]*:(\d+):")
+COLLECTIVE = re.compile(
+    r"^//\s+\d+\. (\w+)(?:\(\w+\))? over .*?, (\d+) bytes per rank")
+MADE_BY = re.compile(r"^//\s+made by loom\.(?:mul|sum) at [^:]*:(\d+):")
+# A collective on the input itself, before the op: pair i's input is x<i>.
+MADE_BY_INPUT = re.compile(r"^//\s+made by %x(\d+)\b")
+
+
+def source(mesh, shape, layout, partial):
+    """The input's type: the layout's, or, for a partial sum over the axes
+    `partial`, one more dimension first, split over them, to sum away."""
+    if not partial:
+        return spelled(shape, layout)
+    sizes = dict(mesh)
+    leading = math.prod(sizes[a] for a in partial)
+    return spelled([leading] + shape, (tuple(partial),) + tuple(layout))
 
 
 def measure(loomc, mesh, shape, pairs, workdir):
     """Bytes a rank per pair, and the collectives' kinds, from one program
-    holding all `pairs`: pair i is computed on line FIRST + i."""
+    holding all `pairs` (from, to, partial axes): pair i is computed on line
+    FIRST + i."""
     header = "mesh m = [" + ", ".join(f"{n}: {s}" for n, s in mesh) + "]\n"
-    inputs = ", ".join(f"x{i}: {spelled(shape, p[0])}"
+    inputs = ", ".join(f"x{i}: {source(mesh, shape, p[0], p[2])}"
                        for i, p in enumerate(pairs))
     outputs = ", ".join(f"y{i}: {spelled(shape, p[1])}"
                         for i, p in enumerate(pairs))
     lines = [header, f"model M({inputs})\n    -> ({outputs}) {{\n"]
     first = sum(line.count("\n") for line in lines) + 1
-    for i in range(len(pairs)):
-        lines.append(f"  t{i} = x{i} * 2.0\n")
+    for i, pair in enumerate(pairs):
+        lines.append(f"  t{i} = sum(x{i}, dim = 0)\n" if pair[2]
+                     else f"  t{i} = x{i} * 2.0\n")
     lines.append("  return " + ", ".join(f"t{i}" for i in range(len(pairs)))
                  + "\n}\n")
     path = os.path.join(workdir, "pairs.loom")
@@ -116,15 +131,27 @@ def measure(loomc, mesh, shape, pairs, workdir):
     bytes_of = [0] * len(pairs)
     kinds = [[] for _ in pairs]
     pending = None
+    # Collectives without a reason (a canonicalization's) belong to no pair.
+    unattributed = 0
     for line in run.stdout.splitlines():
         if m := COLLECTIVE.match(line):
+            if pending:
+                unattributed += pending[1]
             pending = (m.group(1), int(m.group(2)))
-        elif (m := MADE_BY.match(line)) and pending:
-            index = int(m.group(1)) - first
+        elif pending and ((m := MADE_BY.match(line)) or
+                          (n := MADE_BY_INPUT.match(line))):
+            index = int(m.group(1)) - first if m else int(n.group(1))
             bytes_of[index] += pending[1]
             kinds[index].append(pending[0])
             pending = None
-    return bytes_of, kinds
+    if pending:
+        unattributed += pending[1]
+    if m := re.search(r"^// total: (\d+) bytes", run.stdout, re.M):
+        if int(m.group(1)) != sum(bytes_of) + unattributed:
+            sys.exit(f"bench/reshard: {path}: the collectives found add up to "
+                     f"{sum(bytes_of) + unattributed} bytes, --explain's "
+                     f"total is {m.group(1)}")
+    return bytes_of, kinds, unattributed
 
 
 def main():
@@ -139,6 +166,11 @@ def main():
                         help="pairs per compiled program (default 60)")
     parser.add_argument("--worst", type=int, default=12,
                         help="how many of the worst pairs to list (default 12)")
+    parser.add_argument("--partial", action="store_true",
+                        help="sources that are partial sums: for every "
+                        "nonempty set of axes, the sum of a tensor split over "
+                        "them on a leading dimension, in every layout of the "
+                        "other axes (the bound then ignores the sums)")
     parser.add_argument("--pairs", metavar="FILE",
                         help="also write every pair's figures to FILE (tab-"
                         "separated: from, to, bytes a rank, bound), to compare "
@@ -153,17 +185,30 @@ def main():
         parser.error("--batch must be at least 1")
 
     every = layouts(mesh, shape)
-    pairs = [(s, t) for s in every for t in every if s != t]
+    if args.partial:
+        names = [name for name, _ in mesh]
+        pairs = [(s, t, partial)
+                 for count in range(1, len(names) + 1)
+                 for partial in itertools.combinations(names, count)
+                 for s in every if not any(a in partial for d in s for a in d)
+                 for t in every]
+    else:
+        pairs = [(s, t, ()) for s in every for t in every if s != t]
     print(f"mesh [{args.mesh}], f32{shape}: {len(every)} layouts, "
-          f"{len(pairs)} reshards", flush=True)
+          f"{len(pairs)} reshards{' of partial sums' if args.partial else ''}",
+          flush=True)
     started = time.time()
     results = []
+    unattributed = 0
     with tempfile.TemporaryDirectory() as workdir:
         for start in range(0, len(pairs), args.batch):
             chunk = pairs[start:start + args.batch]
-            measured, kinds = measure(args.loomc, mesh, shape, chunk, workdir)
+            measured, kinds, lost = measure(args.loomc, mesh, shape, chunk,
+                                            workdir)
+            unattributed += lost
             for pair, got, kind in zip(chunk, measured, kinds):
-                results.append((pair, got, lower_bound(mesh, shape, *pair),
+                results.append((pair, got,
+                                lower_bound(mesh, shape, pair[0], pair[1]),
                                 kind))
             done = start + len(chunk)
             if done % (args.batch * 20) < args.batch or done == len(pairs):
@@ -172,8 +217,9 @@ def main():
 
     if args.pairs:
         with open(args.pairs, "w") as f:
-            for (s, t), got, low, _ in results:
-                f.write(f"{spelled(shape, s)}\t{spelled(shape, t)}\t{got}\t{low}\n")
+            for (s, t, partial), got, low, _ in results:
+                f.write(f"{source(mesh, shape, s, partial)}\t"
+                        f"{spelled(shape, t)}\t{got}\t{low}\n")
     total = sum(r[1] for r in results)
     bound = sum(r[2] for r in results)
     at_bound = sum(1 for r in results if r[1] <= r[2])
@@ -181,6 +227,9 @@ def main():
     ratio = lambda r: r[1] / r[2] if r[2] else math.inf
     print(f"bytes a rank, all reshards: {total:,} (lower bound {bound:,}; "
           f"{total / bound:.3f}x)")
+    if unattributed:
+        print(f"and {unattributed:,} bytes a rank in collectives without a "
+              "reason (made by a canonicalization), in no pair's figure")
     print(f"at the bound: {at_bound} of {len(results)}; above it: {len(over)}")
     for limit in (1.5, 2, 4):
         print(f"  more than {limit}x the bound: "
@@ -190,14 +239,15 @@ def main():
         # The bound is a bound: fewer bytes would mean a wrong answer or a
         # report that undercounts.
         print(f"BELOW THE BOUND (a report or a bound is wrong): {len(below)}")
-        for (s, t), got, low, _ in below[:args.worst]:
-            print(f"  {spelled(shape, s)} -> {spelled(shape, t)}: {got} < {low}")
+        for (s, t, partial), got, low, _ in below[:args.worst]:
+            print(f"  {source(mesh, shape, s, partial)} -> "
+                  f"{spelled(shape, t)}: {got} < {low}")
     print(f"worst {min(args.worst, len(over))} (by bytes above the bound):")
     print("| from | to | bytes a rank | bound | collectives |")
     print("|---|---|---|---|---|")
-    for (s, t), got, low, kind in sorted(
+    for (s, t, partial), got, low, kind in sorted(
             over, key=lambda r: (r[2] - r[1], r[0]))[:args.worst]:
-        print(f"| `{spelled(shape, s)}` | `{spelled(shape, t)}` | {got:,} | "
+        print(f"| `{source(mesh, shape, s, partial)}` | `{spelled(shape, t)}` | {got:,} | "
               f"{low:,} | {', '.join(kind)} |")
     return 1 if below else 0
 

@@ -282,52 +282,13 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     return success();
   };
 
-  // Partial axes the target does not keep: reduce_scatter into a dimension
-  // the target splits over some of them, all_reduce the rest.
+  // Partial axes the target does not keep.
   Axes reduce;
   for (StringAttr axis : current.partial)
     if (!llvm::is_contained(target.partial, axis))
       reduce.push_back(axis);
-  if (!reduce.empty()) {
-    for (auto [dim, axes] : llvm::enumerate(target.dims)) {
-      Axes &have = current.dims[dim];
-      if (axes.size() <= have.size() ||
-          ArrayRef<StringAttr>(axes).take_front(have.size()) !=
-              ArrayRef<StringAttr>(have))
-        continue;
-      ArrayRef<StringAttr> added =
-          ArrayRef<StringAttr>(axes).drop_front(have.size());
-      if (!llvm::all_of(added, [&](StringAttr axis) {
-            return llvm::is_contained(reduce, axis);
-          }))
-        continue;
-      have.append(added.begin(), added.end());
-      llvm::erase_if(current.partial, [&](StringAttr axis) {
-        return llvm::is_contained(added, axis);
-      });
-      llvm::erase_if(reduce, [&](StringAttr axis) {
-        return llvm::is_contained(added, axis);
-      });
-      if (failed(emit(ReduceScatterOp::create(
-              builder, loc, localType(value, current), result, meshRef,
-              axesAttr(added), builder.getI64IntegerAttr(dim),
-              ReductionKindAttr::get(builder.getContext(),
-                                     ReductionKind::Sum)))))
-        return failure();
-      break;
-    }
-    if (!reduce.empty()) {
-      llvm::erase_if(current.partial, [&](StringAttr axis) {
-        return llvm::is_contained(reduce, axis);
-      });
-      if (failed(emit(
-              AllReduceOp::create(builder, loc, localType(value, current),
-                                  result, meshRef, axesAttr(reduce),
-                                  ReductionKindAttr::get(builder.getContext(),
-                                                         ReductionKind::Sum)))))
-        return failure();
-    }
-  }
+  ReductionKindAttr partialKind =
+      ReductionKindAttr::get(builder.getContext(), current.partialKind);
 
   auto inUse = [&](ArrayRef<StringAttr> axes) {
     for (const Axes &dim : current.dims)
@@ -397,6 +358,7 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     from.emplace_back(llvm::map_range(axes, indexOf));
   for (const Axes &axes : target.dims)
     to.emplace_back(llvm::map_range(axes, indexOf));
+  SmallVector<int, 4> reduceIndices(llvm::map_range(reduce, indexOf));
   SmallVector<int64_t> axisSizes;
   SmallVector<bool> manual;
   for (StringAttr axis : axisNames) {
@@ -414,12 +376,15 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
       }
     for (auto [size, isManual] : llvm::zip(axisSizes, manual))
       os << "|" << size << (isManual ? "m" : "");
+    os << "|partial ";
+    llvm::interleaveComma(reduceIndices, os);
   }
   auto [cached, isNew] = plans.try_emplace(problemKey);
   if (isNew)
-    cached->second = planReshard(
-        {global.getShape(), axisSizes, manual, std::move(from), std::move(to)},
-        searchBudget);
+    cached->second =
+        planReshard({global.getShape(), axisSizes, manual, std::move(from),
+                     std::move(to), reduceIndices},
+                    searchBudget);
   if (const std::optional<SmallVector<ReshardStep>> &plan = cached->second) {
     auto names = [&](ArrayRef<int> axes) {
       return Axes(llvm::map_range(
@@ -427,20 +392,21 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     };
     for (const ReshardStep &step : *plan) {
       Axes axes = names(step.axes);
-      Axes &have = current.dims[step.dim];
+      // The dimension the step changes (none for an all_reduce).
+      auto have = [&]() -> Axes & { return current.dims[step.dim]; };
       LogicalResult emitted = success();
       switch (step.kind) {
       case ReshardStep::Kind::Permute:
         emitted = permute(step.dim, axes);
         break;
       case ReshardStep::Kind::Gather:
-        have.resize(have.size() - axes.size());
+        have().resize(have().size() - axes.size());
         emitted = emit(AllGatherOp::create(
             builder, loc, localType(value, current), result, meshRef,
             axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
         break;
       case ReshardStep::Kind::Slice:
-        have.append(axes.begin(), axes.end());
+        have().append(axes.begin(), axes.end());
         emitted = emit(AllSliceOp::create(
             builder, loc, localType(value, current), result, meshRef,
             axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
@@ -448,12 +414,68 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
       case ReshardStep::Kind::AllToAll:
         emitted = handOver(step.from, step.dim, axes.size());
         break;
+      case ReshardStep::Kind::ReduceScatter:
+        have().append(axes.begin(), axes.end());
+        llvm::erase_if(current.partial, [&](StringAttr axis) {
+          return llvm::is_contained(axes, axis);
+        });
+        emitted = emit(ReduceScatterOp::create(
+            builder, loc, localType(value, current), result, meshRef,
+            axesAttr(axes), builder.getI64IntegerAttr(step.dim), partialKind));
+        break;
+      case ReshardStep::Kind::AllReduce:
+        llvm::erase_if(current.partial, [&](StringAttr axis) {
+          return llvm::is_contained(axes, axis);
+        });
+        emitted = emit(
+            AllReduceOp::create(builder, loc, localType(value, current), result,
+                                meshRef, axesAttr(axes), partialKind));
+        break;
       }
       if (failed(emitted))
         return failure();
     }
     reshardCache[key] = result;
     return result;
+  }
+
+  // The partial axes: reduce_scatter into a dimension that the target
+  // extends by some of them, all_reduce the rest.
+  if (!reduce.empty()) {
+    for (auto [dim, axes] : llvm::enumerate(target.dims)) {
+      Axes &have = current.dims[dim];
+      if (axes.size() <= have.size() ||
+          ArrayRef<StringAttr>(axes).take_front(have.size()) !=
+              ArrayRef<StringAttr>(have))
+        continue;
+      ArrayRef<StringAttr> added =
+          ArrayRef<StringAttr>(axes).drop_front(have.size());
+      if (!llvm::all_of(added, [&](StringAttr axis) {
+            return llvm::is_contained(reduce, axis);
+          }))
+        continue;
+      have.append(added.begin(), added.end());
+      llvm::erase_if(current.partial, [&](StringAttr axis) {
+        return llvm::is_contained(added, axis);
+      });
+      llvm::erase_if(reduce, [&](StringAttr axis) {
+        return llvm::is_contained(added, axis);
+      });
+      if (failed(emit(ReduceScatterOp::create(
+              builder, loc, localType(value, current), result, meshRef,
+              axesAttr(added), builder.getI64IntegerAttr(dim), partialKind))))
+        return failure();
+      break;
+    }
+    if (!reduce.empty()) {
+      llvm::erase_if(current.partial, [&](StringAttr axis) {
+        return llvm::is_contained(reduce, axis);
+      });
+      if (failed(emit(AllReduceOp::create(
+              builder, loc, localType(value, current), result, meshRef,
+              axesAttr(reduce), partialKind))))
+        return failure();
+    }
   }
 
   // Beyond the planner's budget (many axes on many dimensions), or with no

@@ -109,8 +109,9 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
     differences of equally partial values, products with one partial
     factor, reductions, reshapes) and are reduced where a consumer needs
     the true value: by `all_reduce`, or by `reduce_scatter` when the
-    consumer wants the value split over the partial axes. Other reshards
-    are planned by a search over layouts for the fewest bytes a rank, by
+    consumer wants the value split over the partial axes. Reshards, these
+    reductions included, are planned by a search over layouts for the
+    fewest bytes a rank, by `all_reduce`, `reduce_scatter`,
     `collective_permute`, `all_slice`, `all_to_all` and `all_gather`
     (docs/partitioning.md 3.4); non-linear reductions over a
     sharded factor are split into a local reduction, an `all_reduce` and a

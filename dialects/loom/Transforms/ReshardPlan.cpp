@@ -45,6 +45,8 @@ struct Cost {
 
 struct Node {
   AxisLists layout;
+  /// Bit i: the value is still a partial sum over axis i.
+  uint32_t pending = 0;
   Cost cost;
   int parent = -1;
   ReshardStep step{ReshardStep::Kind::Slice, 0, -1, {}};
@@ -60,6 +62,10 @@ public:
     for (auto [dim, axes] : llvm::enumerate(problem.to))
       for (int axis : axes)
         wanted.push_back({axis, int64_t(dim)});
+    // Costs in elements times every axis size, so that (n - 1) / n of a
+    // block is a whole number for any group.
+    for (int64_t size : problem.axisSizes)
+      scale *= uint64_t(size);
     // Every device's coordinates, and the target block it needs.
     size_t axisCount = problem.axisSizes.size();
     SmallVector<int64_t, 8> at(axisCount, 0);
@@ -145,8 +151,8 @@ private:
     }
     return most;
   }
-  static std::string keyOf(const AxisLists &layout) {
-    std::string key;
+  static std::string keyOf(const AxisLists &layout, uint32_t pending) {
+    std::string key = std::to_string(pending) + ":";
     for (const Axes &dim : layout) {
       for (int axis : dim)
         key += std::to_string(axis) + ",";
@@ -154,12 +160,15 @@ private:
     }
     return key;
   }
-  /// Offers `layout`, reached from node `from` by `step` at `cost`.
-  void offer(int from, AxisLists layout, ReshardStep step, Cost cost);
+  /// Offers `layout` with partial sums over `pending`, reached from node
+  /// `from` by `step` at `cost`.
+  void offer(int from, AxisLists layout, uint32_t pending, ReshardStep step,
+             Cost cost);
 
   const ReshardProblem &problem;
   size_t budget;
   bool narrow;
+  uint64_t scale = 1;
   /// The target's axes, each with its dimension there.
   SmallVector<std::pair<int, int64_t>> wanted;
   std::vector<Node> nodes;
@@ -182,8 +191,9 @@ private:
   bool overBudget = false;
 };
 
-void Search::offer(int from, AxisLists layout, ReshardStep step, Cost cost) {
-  std::string key = keyOf(layout);
+void Search::offer(int from, AxisLists layout, uint32_t pending,
+                   ReshardStep step, Cost cost) {
+  std::string key = keyOf(layout, pending);
   auto [it, inserted] = index.try_emplace(key, int(nodes.size()));
   if (inserted) {
     if (nodes.size() >= budget) {
@@ -191,7 +201,8 @@ void Search::offer(int from, AxisLists layout, ReshardStep step, Cost cost) {
       index.erase(it);
       return;
     }
-    nodes.push_back(Node{std::move(layout), cost, from, std::move(step)});
+    nodes.push_back(
+        Node{std::move(layout), pending, cost, from, std::move(step)});
   } else {
     Node &node = nodes[size_t(it->second)];
     if (node.settled || !(cost < node.cost))
@@ -201,17 +212,22 @@ void Search::offer(int from, AxisLists layout, ReshardStep step, Cost cost) {
     node.step = std::move(step);
   }
   Cost priority = cost;
-  priority.elements += stillMissing(nodes[size_t(it->second)].layout);
+  priority.elements += scale * stillMissing(nodes[size_t(it->second)].layout);
   queue.push({priority, it->second, cost});
 }
 
 std::optional<SmallVector<ReshardStep>> Search::run() {
   if (!localElements(problem.from) || !localElements(problem.to))
     return std::nullopt;
-  std::string goal = keyOf(problem.to);
-  nodes.push_back(Node{problem.from, Cost{}, -1, {}});
-  index[keyOf(problem.from)] = 0;
-  queue.push({Cost{stillMissing(problem.from), 0}, 0, Cost{}});
+  if (problem.axisSizes.size() > 32)
+    return std::nullopt;
+  uint32_t partial = 0;
+  for (int axis : problem.reduce)
+    partial |= 1u << axis;
+  std::string goal = keyOf(problem.to, 0);
+  nodes.push_back(Node{problem.from, partial, Cost{}, -1, {}});
+  index[keyOf(problem.from, partial)] = 0;
+  queue.push({Cost{scale * stillMissing(problem.from), 0}, 0, Cost{}});
   while (!queue.empty() && !overBudget) {
     Cost cost = queue.top().cost;
     int current = queue.top().node;
@@ -220,7 +236,8 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
       continue;
     nodes[size_t(current)].settled = true;
     const AxisLists here = nodes[size_t(current)].layout;
-    if (keyOf(here) == goal) {
+    uint32_t pending = nodes[size_t(current)].pending;
+    if (keyOf(here, pending) == goal) {
       SmallVector<ReshardStep> steps;
       for (int at = current; nodes[size_t(at)].parent >= 0;
            at = nodes[size_t(at)].parent)
@@ -239,10 +256,36 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
       }
       return merged;
     }
-    uint64_t local = *localElements(here);
+    uint64_t local = *localElements(here) * scale;
     auto after = [&](uint64_t elements, bool collective) {
       return Cost{cost.elements + elements, cost.steps + (collective ? 1 : 0)};
     };
+    // Partial sums reduced: any subset of the pending axes, on every rank
+    // or scattered onto the end of a dimension, its axes in any order.
+    for (uint32_t subset = pending; subset != 0;
+         subset = (subset - 1) & pending) {
+      Axes axes;
+      for (int axis = 0; axis < 32; ++axis)
+        if (subset & (1u << axis))
+          axes.push_back(axis);
+      if (anyForbidden(axes))
+        continue;
+      uint64_t n = uint64_t(groupSize(axes));
+      offer(current, here, pending & ~subset,
+            ReshardStep{ReshardStep::Kind::AllReduce, -1, -1, axes},
+            after(2 * (n - 1) * local / n, true));
+      do {
+        for (int64_t dim = 0; dim < int64_t(here.size()); ++dim) {
+          AxisLists next = here;
+          next[size_t(dim)].append(axes.begin(), axes.end());
+          if (!localElements(next))
+            continue;
+          offer(current, std::move(next), pending & ~subset,
+                ReshardStep{ReshardStep::Kind::ReduceScatter, dim, -1, axes},
+                after((n - 1) * local / n, true));
+        }
+      } while (std::next_permutation(axes.begin(), axes.end()));
+    }
     int64_t rank = int64_t(here.size());
     for (int64_t dim = 0; dim < rank; ++dim) {
       const Axes &axes = here[size_t(dim)];
@@ -258,7 +301,7 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
             continue;
           AxisLists next = here;
           next[size_t(dim)] = order;
-          offer(current, std::move(next),
+          offer(current, std::move(next), pending,
                 ReshardStep{ReshardStep::Kind::Permute, dim, -1, order},
                 after(moves ? local : 0, moves));
         } while (std::next_permutation(order.begin(), order.end()));
@@ -271,7 +314,7 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
         uint64_t n = uint64_t(groupSize(moved));
         AxisLists gathered = here;
         gathered[size_t(dim)].resize(axes.size() - count);
-        offer(current, gathered,
+        offer(current, gathered, pending,
               ReshardStep{ReshardStep::Kind::Gather, dim, -1, moved},
               after((n - 1) * local, true));
         for (int64_t to = 0; to < rank; ++to) {
@@ -281,7 +324,7 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
           next[size_t(to)].append(moved.begin(), moved.end());
           if (!localElements(next))
             continue;
-          offer(current, std::move(next),
+          offer(current, std::move(next), pending,
                 ReshardStep{ReshardStep::Kind::AllToAll, to, dim, moved},
                 after((n - 1) * local / n, true));
         }
@@ -289,7 +332,8 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
       // A free axis of the target sliced onto its end.
       for (const auto &[axis, home] : wanted) {
         int free = axis;
-        if ((narrow && home != dim) || anyForbidden(ArrayRef<int>(free)) ||
+        if ((narrow && home != dim) || (pending & (1u << free)) ||
+            anyForbidden(ArrayRef<int>(free)) ||
             llvm::any_of(here, [&](const Axes &held) {
               return llvm::is_contained(held, free);
             }))
@@ -298,7 +342,7 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
         next[size_t(dim)].push_back(free);
         if (!localElements(next))
           continue;
-        offer(current, std::move(next),
+        offer(current, std::move(next), pending,
               ReshardStep{ReshardStep::Kind::Slice, dim, -1, {free}},
               after(0, true));
       }

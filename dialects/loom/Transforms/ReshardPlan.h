@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // A reshard moves a value from one layout (the mesh axes each dimension is
-// split over, in order) to another by a sequence of collectives, each of
-// which changes one or two dimensions' axes. The planner searches that
+// split over, in order, and the axes it is a partial sum over) to another
+// by a sequence of collectives, each of which changes one or two
+// dimensions' axes or reduces partial sums. The planner searches that
 // sequence (Dijkstra over layouts) for the fewest bytes received a rank, as
 // `--explain` counts them, then the fewest collectives. It knows no MLIR:
 // axes are indices, and the partitioner turns the steps into ops.
@@ -38,8 +39,14 @@ struct ReshardStep {
     Slice,
     /// `axes`, the last ones of `from`, move to the end of `dim`.
     AllToAll,
+    /// The partial sums over `axes` are reduced, each rank keeping the
+    /// block of `dim` that `axes` then index.
+    ReduceScatter,
+    /// The partial sums over `axes` are reduced on every rank.
+    AllReduce,
   };
   Kind kind;
+  /// -1 for AllReduce.
   int64_t dim;
   int64_t from = -1;
   llvm::SmallVector<int, 4> axes;
@@ -53,6 +60,8 @@ struct ReshardProblem {
   /// Axes no collective may be over (the pipeline's manual axes).
   llvm::ArrayRef<bool> forbidden;
   AxisLists from, to;
+  /// Axes the value is partial over now and must not be at the end.
+  llvm::SmallVector<int, 4> reduce;
 };
 
 /// The steps from `from` to `to` that receive the fewest elements a rank,
