@@ -4,15 +4,18 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Dijkstra over layouts. From a layout, a step may reorder one dimension's
-// axes (collective_permute: each rank receives its whole block, unless only
-// axes of size 1 move), gather a dimension's last axes (all_gather: n - 1
-// blocks), slice a free axis of the target onto the end of a dimension
-// (all_slice: nothing), or move a dimension's last axes to the end of
-// another (all_to_all: (n - 1) / n of a block). These are the costs
-// `--explain` reports, in elements; every layout on the way must divide
-// the shape evenly. Only axes of the two layouts take part, so the search
-// stays small: with four axes on three dimensions there are 685 layouts.
+// A* over layouts and the partial sums still to reduce. From a layout, a
+// step may reduce partial sums over some of the pending axes (all_reduce:
+// 2 (n - 1) / n of a block; reduce_scatter onto the end of a dimension:
+// (n - 1) / n), reorder one dimension's axes (collective_permute: each rank
+// receives its whole block, unless only axes of size 1 move), gather a
+// dimension's last axes (all_gather: n - 1 blocks), slice a free axis of
+// the target onto the end of a dimension (all_slice: nothing), or move a
+// dimension's last axes to the end of another (all_to_all: (n - 1) / n of
+// a block). These are the costs `--explain` reports; every layout on the
+// way must divide the shape evenly. Only axes of the two layouts take
+// part, so the search stays small: with four axes on three dimensions
+// there are 685 layouts.
 //
 //===----------------------------------------------------------------------===//
 
