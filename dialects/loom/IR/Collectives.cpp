@@ -319,6 +319,21 @@ static bool disjoint(ArrayAttr a, ArrayAttr b) {
   });
 }
 
+/// The reason the partitioner recorded on `first` or else on `second`,
+/// for the one collective that canonicalization makes of them
+/// (`--explain` reads it); read before the rewrite erases either.
+static Attribute reasonOf(Operation *first, Operation *second) {
+  if (Attribute reason = first->getAttr(LoomDialect::kReasonAttrName))
+    return reason;
+  return second->getAttr(LoomDialect::kReasonAttrName);
+}
+
+/// Sets `reason` (if any) on `merged`.
+static void keepReason(Operation *merged, Attribute reason) {
+  if (reason)
+    merged->setAttr(LoomDialect::kReasonAttrName, reason);
+}
+
 namespace {
 /// all_slice(all_reduce(x)) over the same axes is a reduce_scatter, when
 /// nothing else needs the full reduction.
@@ -331,9 +346,11 @@ struct AllSliceOfAllReduce : public OpRewritePattern<AllSliceOp> {
         reduce.getMesh() != slice.getMesh() ||
         reduce.getAxes() != slice.getAxes())
       return failure();
-    rewriter.replaceOpWithNewOp<ReduceScatterOp>(
+    Attribute reason = reasonOf(reduce, slice);
+    auto scatter = rewriter.replaceOpWithNewOp<ReduceScatterOp>(
         slice, slice.getType(), reduce.getInput(), slice.getMeshAttr(),
         slice.getAxes(), slice.getDimAttr(), reduce.getReductionAttr());
+    keepReason(scatter, reason);
     return success();
   }
 };
@@ -355,9 +372,11 @@ struct MergeOnSameDim : public OpRewritePattern<OpTy> {
       return failure();
     ArrayAttr axes = isGather ? concatAxes(outer.getAxes(), inner.getAxes())
                               : concatAxes(inner.getAxes(), outer.getAxes());
-    rewriter.replaceOpWithNewOp<OpTy>(outer, outer.getType(), inner.getInput(),
-                                      outer.getMeshAttr(), axes,
-                                      outer.getDimAttr());
+    Attribute reason = reasonOf(inner, outer);
+    auto merged = rewriter.replaceOpWithNewOp<OpTy>(
+        outer, outer.getType(), inner.getInput(), outer.getMeshAttr(), axes,
+        outer.getDimAttr());
+    keepReason(merged, reason);
     return success();
   }
 };

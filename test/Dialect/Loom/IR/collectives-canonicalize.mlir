@@ -376,3 +376,24 @@ func.func @unused_pure_collectives(%x: tensor<8xf32>) {
   %1 = loom.collective_permute %x on @mesh ["tp"] pairs [0, 1, 1, 0] : tensor<8xf32>
   return
 }
+
+// -----
+
+// A collective that canonicalization makes from two keeps the reason the
+// partitioner recorded (`--explain` reads it): the first one's, else the
+// second's.
+loom.mesh @mesh ["dp" = 2, "tp" = 4]
+
+// CHECK-LABEL: func.func @reasons_kept(
+// CHECK:         loom.reduce_scatter %{{.*}} on @mesh ["tp"] dim 0 sum {loom.reason = {value = "the reduced one"}}
+// CHECK:         loom.all_slice %{{.*}} on @mesh ["dp", "tp"] dim 1 {loom.reason = {value = "the sliced one"}}
+// CHECK:         loom.all_gather %{{.*}} on @mesh ["dp", "tp"] dim 1 {loom.reason = {value = "the second gather"}}
+func.func @reasons_kept(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>, %z: tensor<8x2xf32>) -> (tensor<2x16xf32>, tensor<8x2xf32>, tensor<8x16xf32>) {
+  %0 = loom.all_reduce %x on @mesh ["tp"] sum {loom.reason = {value = "the reduced one"}} : tensor<8x16xf32>
+  %1 = loom.all_slice %0 on @mesh ["tp"] dim 0 {loom.reason = {value = "the slice after it"}} : tensor<8x16xf32> -> tensor<2x16xf32>
+  %2 = loom.all_slice %y on @mesh ["dp"] dim 1 {loom.reason = {value = "the sliced one"}} : tensor<8x16xf32> -> tensor<8x8xf32>
+  %3 = loom.all_slice %2 on @mesh ["tp"] dim 1 : tensor<8x8xf32> -> tensor<8x2xf32>
+  %4 = loom.all_gather %z on @mesh ["tp"] dim 1 : tensor<8x2xf32> -> tensor<8x8xf32>
+  %5 = loom.all_gather %4 on @mesh ["dp"] dim 1 {loom.reason = {value = "the second gather"}} : tensor<8x8xf32> -> tensor<8x16xf32>
+  return %1, %3, %5 : tensor<2x16xf32>, tensor<8x2xf32>, tensor<8x16xf32>
+}
