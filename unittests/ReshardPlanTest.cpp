@@ -335,6 +335,11 @@ TEST(ReshardPlan, RandomLayoutsReplayWithinTheirBounds) {
     double cost = replay(mesh, shape, from, to, *plan, partial);
     EXPECT_GE(cost, double(lowerBound(mesh, shape, from, to)));
     EXPECT_LE(cost, gatherThenSlice(mesh, shape, from, to, partial));
+    // The plain rules' plan, used when the search gives up, is valid too,
+    // and never cheaper than the search's.
+    SmallVector<ReshardStep> plain =
+        gatherAndSlicePlan({shape, mesh.sizes, {}, from, to, partial});
+    EXPECT_GE(replay(mesh, shape, from, to, plain, partial), cost);
     ++planned;
   }
   EXPECT_EQ(planned, 400);

@@ -165,7 +165,7 @@ private:
   llvm::DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
   /// Plans by problem (shape, layouts, manual axes): the layers of a model
   /// ask for the same reshards many times, and a large search is slow.
-  llvm::StringMap<std::optional<SmallVector<ReshardStep>>> plans;
+  llvm::StringMap<SmallVector<ReshardStep>> plans;
   size_t searchBudget;
   int64_t numCollectives = 0;
 
@@ -290,13 +290,6 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
   ReductionKindAttr partialKind =
       ReductionKindAttr::get(builder.getContext(), current.partialKind);
 
-  auto inUse = [&](ArrayRef<StringAttr> axes) {
-    for (const Axes &dim : current.dims)
-      for (StringAttr axis : axes)
-        if (llvm::is_contained(dim, axis))
-          return true;
-    return false;
-  };
   // The same axes of `dim` in the order `order`: the blocks change places.
   // Each device takes the block its coordinates index in the new order.
   auto permute = [&](int64_t dim, const Axes &order) -> LogicalResult {
@@ -380,181 +373,66 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     llvm::interleaveComma(reduceIndices, os);
   }
   auto [cached, isNew] = plans.try_emplace(problemKey);
-  if (isNew)
+  if (isNew) {
+    // Beyond the search's budget (many axes on many dimensions), or with no
+    // way around a manual axis, the plain rules; emit() then reports a
+    // collective over a manual axis.
+    ReshardProblem problem{global.getShape(), axisSizes,     manual,
+                           std::move(from),   std::move(to), reduceIndices};
+    std::optional<SmallVector<ReshardStep>> searched =
+        planReshard(problem, searchBudget);
     cached->second =
-        planReshard({global.getShape(), axisSizes, manual, std::move(from),
-                     std::move(to), reduceIndices},
-                    searchBudget);
-  if (const std::optional<SmallVector<ReshardStep>> &plan = cached->second) {
-    auto names = [&](ArrayRef<int> axes) {
-      return Axes(llvm::map_range(
-          axes, [&](int axis) { return axisNames[size_t(axis)]; }));
-    };
-    for (const ReshardStep &step : *plan) {
-      Axes axes = names(step.axes);
-      // The dimension the step changes (none for an all_reduce).
-      auto have = [&]() -> Axes & { return current.dims[step.dim]; };
-      LogicalResult emitted = success();
-      switch (step.kind) {
-      case ReshardStep::Kind::Permute:
-        emitted = permute(step.dim, axes);
-        break;
-      case ReshardStep::Kind::Gather:
-        have().resize(have().size() - axes.size());
-        emitted = emit(AllGatherOp::create(
-            builder, loc, localType(value, current), result, meshRef,
-            axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
-        break;
-      case ReshardStep::Kind::Slice:
-        have().append(axes.begin(), axes.end());
-        emitted = emit(AllSliceOp::create(
-            builder, loc, localType(value, current), result, meshRef,
-            axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
-        break;
-      case ReshardStep::Kind::AllToAll:
-        emitted = handOver(step.from, step.dim, axes.size());
-        break;
-      case ReshardStep::Kind::ReduceScatter:
-        have().append(axes.begin(), axes.end());
-        llvm::erase_if(current.partial, [&](StringAttr axis) {
-          return llvm::is_contained(axes, axis);
-        });
-        emitted = emit(ReduceScatterOp::create(
-            builder, loc, localType(value, current), result, meshRef,
-            axesAttr(axes), builder.getI64IntegerAttr(step.dim), partialKind));
-        break;
-      case ReshardStep::Kind::AllReduce:
-        llvm::erase_if(current.partial, [&](StringAttr axis) {
-          return llvm::is_contained(axes, axis);
-        });
-        emitted = emit(
-            AllReduceOp::create(builder, loc, localType(value, current), result,
-                                meshRef, axesAttr(axes), partialKind));
-        break;
-      }
-      if (failed(emitted))
-        return failure();
-    }
-    reshardCache[key] = result;
-    return result;
+        searched ? std::move(*searched) : gatherAndSlicePlan(problem);
   }
-
-  // The partial axes: reduce_scatter into a dimension that the target
-  // extends by some of them, all_reduce the rest.
-  if (!reduce.empty()) {
-    for (auto [dim, axes] : llvm::enumerate(target.dims)) {
-      Axes &have = current.dims[dim];
-      if (axes.size() <= have.size() ||
-          ArrayRef<StringAttr>(axes).take_front(have.size()) !=
-              ArrayRef<StringAttr>(have))
-        continue;
-      ArrayRef<StringAttr> added =
-          ArrayRef<StringAttr>(axes).drop_front(have.size());
-      if (!llvm::all_of(added, [&](StringAttr axis) {
-            return llvm::is_contained(reduce, axis);
-          }))
-        continue;
-      have.append(added.begin(), added.end());
+  auto names = [&](ArrayRef<int> axes) {
+    return Axes(llvm::map_range(
+        axes, [&](int axis) { return axisNames[size_t(axis)]; }));
+  };
+  for (const ReshardStep &step : cached->second) {
+    Axes axes = names(step.axes);
+    // The dimension the step changes (none for an all_reduce).
+    auto have = [&]() -> Axes & { return current.dims[step.dim]; };
+    LogicalResult emitted = success();
+    switch (step.kind) {
+    case ReshardStep::Kind::Permute:
+      emitted = permute(step.dim, axes);
+      break;
+    case ReshardStep::Kind::Gather:
+      have().resize(have().size() - axes.size());
+      emitted = emit(AllGatherOp::create(
+          builder, loc, localType(value, current), result, meshRef,
+          axesAttr(axes), builder.getI64IntegerAttr(step.dim)));
+      break;
+    case ReshardStep::Kind::Slice:
+      have().append(axes.begin(), axes.end());
+      emitted = emit(AllSliceOp::create(builder, loc, localType(value, current),
+                                        result, meshRef, axesAttr(axes),
+                                        builder.getI64IntegerAttr(step.dim)));
+      break;
+    case ReshardStep::Kind::AllToAll:
+      emitted = handOver(step.from, step.dim, axes.size());
+      break;
+    case ReshardStep::Kind::ReduceScatter:
+      have().append(axes.begin(), axes.end());
       llvm::erase_if(current.partial, [&](StringAttr axis) {
-        return llvm::is_contained(added, axis);
+        return llvm::is_contained(axes, axis);
       });
-      llvm::erase_if(reduce, [&](StringAttr axis) {
-        return llvm::is_contained(added, axis);
+      emitted = emit(ReduceScatterOp::create(
+          builder, loc, localType(value, current), result, meshRef,
+          axesAttr(axes), builder.getI64IntegerAttr(step.dim), partialKind));
+      break;
+    case ReshardStep::Kind::AllReduce:
+      llvm::erase_if(current.partial, [&](StringAttr axis) {
+        return llvm::is_contained(axes, axis);
       });
-      if (failed(emit(ReduceScatterOp::create(
-              builder, loc, localType(value, current), result, meshRef,
-              axesAttr(added), builder.getI64IntegerAttr(dim), partialKind))))
-        return failure();
+      emitted = emit(AllReduceOp::create(builder, loc,
+                                         localType(value, current), result,
+                                         meshRef, axesAttr(axes), partialKind));
       break;
     }
-    if (!reduce.empty()) {
-      llvm::erase_if(current.partial, [&](StringAttr axis) {
-        return llvm::is_contained(reduce, axis);
-      });
-      if (failed(emit(AllReduceOp::create(
-              builder, loc, localType(value, current), result, meshRef,
-              axesAttr(reduce), partialKind))))
-        return failure();
-    }
-  }
-
-  // Beyond the planner's budget (many axes on many dimensions), or with no
-  // way around a manual axis (emit() then says which): per dimension, keep
-  // the common prefix, gather what the current layout has beyond it, slice
-  // in what the target has beyond it; an axis group that leaves one
-  // dimension for another moves by all_to_all.
-  struct Move {
-    int64_t dim;
-    Axes axes;
-  };
-  SmallVector<Move> gathers, slices;
-  for (auto [dim, pair] :
-       llvm::enumerate(llvm::zip(current.dims, target.dims))) {
-    auto &[have, want] = pair;
-    size_t common = 0;
-    while (common < have.size() && common < want.size() &&
-           have[common] == want[common])
-      ++common;
-    if (common < have.size())
-      gathers.push_back(
-          {static_cast<int64_t>(dim), Axes(have.begin() + common, have.end())});
-    if (common < want.size())
-      slices.push_back(
-          {static_cast<int64_t>(dim), Axes(want.begin() + common, want.end())});
-  }
-  for (Move &gather : gathers) {
-    auto *slice = llvm::find_if(slices, [&](const Move &slice) {
-      return slice.axes == gather.axes && slice.dim != gather.dim &&
-             current.dims[slice.dim].size() + gather.axes.size() ==
-                 target.dims[slice.dim].size();
-    });
-    if (slice == slices.end())
-      continue;
-    Axes &from = current.dims[gather.dim];
-    from.resize(from.size() - gather.axes.size());
-    Axes &to = current.dims[slice->dim];
-    to.append(slice->axes.begin(), slice->axes.end());
-    if (failed(emit(AllToAllOp::create(builder, loc, localType(value, current),
-                                       result, meshRef, axesAttr(gather.axes),
-                                       builder.getI64IntegerAttr(slice->dim),
-                                       builder.getI64IntegerAttr(gather.dim)))))
-      return failure();
-    gather.axes.clear();
-    slices.erase(slice);
-  }
-  auto emitSlice = [&](Move &slice) -> LogicalResult {
-    Axes &to = current.dims[slice.dim];
-    to.append(slice.axes.begin(), slice.axes.end());
-    LogicalResult emitted = emit(AllSliceOp::create(
-        builder, loc, localType(value, current), result, meshRef,
-        axesAttr(slice.axes), builder.getI64IntegerAttr(slice.dim)));
-    slice.axes.clear();
-    return emitted;
-  };
-  // Slicing first leaves less to gather, when the axes are free.
-  auto gathersDim = [&](int64_t dim) {
-    return llvm::any_of(gathers, [&](const Move &gather) {
-      return gather.dim == dim && !gather.axes.empty();
-    });
-  };
-  for (Move &slice : slices)
-    if (!inUse(slice.axes) && !gathersDim(slice.dim) &&
-        failed(emitSlice(slice)))
-      return failure();
-  for (Move &gather : llvm::reverse(gathers)) {
-    if (gather.axes.empty())
-      continue;
-    Axes &from = current.dims[gather.dim];
-    from.resize(from.size() - gather.axes.size());
-    if (failed(emit(AllGatherOp::create(
-            builder, loc, localType(value, current), result, meshRef,
-            axesAttr(gather.axes), builder.getI64IntegerAttr(gather.dim)))))
+    if (failed(emitted))
       return failure();
   }
-  for (Move &slice : slices)
-    if (!slice.axes.empty() && failed(emitSlice(slice)))
-      return failure();
-
   reshardCache[key] = result;
   return result;
 }

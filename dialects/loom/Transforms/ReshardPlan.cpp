@@ -369,3 +369,97 @@ loom::planReshard(const ReshardProblem &problem, size_t budget) {
     return plan;
   return Search(problem, budget, /*narrow=*/true).run();
 }
+
+SmallVector<ReshardStep>
+loom::gatherAndSlicePlan(const ReshardProblem &problem) {
+  using Kind = ReshardStep::Kind;
+  SmallVector<ReshardStep> steps;
+  AxisLists current = problem.from;
+  const AxisLists &target = problem.to;
+  int64_t rank = int64_t(target.size());
+  auto inUse = [&](ArrayRef<int> axes) {
+    return llvm::any_of(current, [&](const Axes &dim) {
+      return llvm::any_of(
+          axes, [&](int axis) { return llvm::is_contained(dim, axis); });
+    });
+  };
+
+  // Partial axes: a reduce_scatter into the first dimension that the target
+  // extends by some of them alone, an all_reduce of the rest.
+  Axes reduce(problem.reduce.begin(), problem.reduce.end());
+  for (int64_t dim = 0; dim < rank && !reduce.empty(); ++dim) {
+    ArrayRef<int> want = target[size_t(dim)];
+    Axes &have = current[size_t(dim)];
+    if (want.size() <= have.size() ||
+        want.take_front(have.size()) != ArrayRef<int>(have))
+      continue;
+    ArrayRef<int> added = want.drop_front(have.size());
+    if (!llvm::all_of(
+            added, [&](int axis) { return llvm::is_contained(reduce, axis); }))
+      continue;
+    have.append(added.begin(), added.end());
+    llvm::erase_if(reduce,
+                   [&](int axis) { return llvm::is_contained(added, axis); });
+    steps.push_back({Kind::ReduceScatter, dim, -1, Axes(added)});
+    break;
+  }
+  if (!reduce.empty())
+    steps.push_back({Kind::AllReduce, -1, -1, reduce});
+
+  struct Move {
+    int64_t dim;
+    Axes axes;
+  };
+  SmallVector<Move> gathers, slices;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    const Axes &have = current[size_t(dim)], &want = target[size_t(dim)];
+    size_t common = 0;
+    while (common < have.size() && common < want.size() &&
+           have[common] == want[common])
+      ++common;
+    if (common < have.size())
+      gathers.push_back({dim, Axes(have.begin() + common, have.end())});
+    if (common < want.size())
+      slices.push_back({dim, Axes(want.begin() + common, want.end())});
+  }
+  for (Move &gather : gathers) {
+    auto *slice = llvm::find_if(slices, [&](const Move &slice) {
+      return slice.axes == gather.axes && slice.dim != gather.dim &&
+             current[size_t(slice.dim)].size() + gather.axes.size() ==
+                 target[size_t(slice.dim)].size();
+    });
+    if (slice == slices.end())
+      continue;
+    Axes &from = current[size_t(gather.dim)];
+    from.resize(from.size() - gather.axes.size());
+    current[size_t(slice->dim)].append(slice->axes.begin(), slice->axes.end());
+    steps.push_back({Kind::AllToAll, slice->dim, gather.dim, gather.axes});
+    gather.axes.clear();
+    slices.erase(slice);
+  }
+  auto sliceIn = [&](Move &slice) {
+    current[size_t(slice.dim)].append(slice.axes.begin(), slice.axes.end());
+    steps.push_back({Kind::Slice, slice.dim, -1, slice.axes});
+    slice.axes.clear();
+  };
+  // Slicing first leaves less to gather, when the axes are free.
+  auto gathersDim = [&](int64_t dim) {
+    return llvm::any_of(gathers, [&](const Move &gather) {
+      return gather.dim == dim && !gather.axes.empty();
+    });
+  };
+  for (Move &slice : slices)
+    if (!inUse(slice.axes) && !gathersDim(slice.dim))
+      sliceIn(slice);
+  for (Move &gather : llvm::reverse(gathers)) {
+    if (gather.axes.empty())
+      continue;
+    Axes &from = current[size_t(gather.dim)];
+    from.resize(from.size() - gather.axes.size());
+    steps.push_back({Kind::Gather, gather.dim, -1, gather.axes});
+  }
+  for (Move &slice : slices)
+    if (!slice.axes.empty())
+      sliceIn(slice);
+  return steps;
+}

@@ -70,6 +70,16 @@ struct ReshardProblem {
 std::optional<llvm::SmallVector<ReshardStep>>
 planReshard(const ReshardProblem &problem, size_t budget = 100000);
 
+/// The plan of the plain rules, for when the search gives up: one
+/// reduce_scatter into a dimension that the target extends by partial axes
+/// alone and an all_reduce of the rest; then, per dimension, the common
+/// prefix of the two layouts stays, the rest is gathered (last dimension
+/// first) and the target's remaining axes are sliced in, an axis group
+/// gathered from one dimension and sliced into another being one
+/// all_to_all. It may use forbidden axes: the caller reports those.
+llvm::SmallVector<ReshardStep>
+gatherAndSlicePlan(const ReshardProblem &problem);
+
 } // namespace loom
 
 #endif // LOOM_TRANSFORMS_RESHARDPLAN_H

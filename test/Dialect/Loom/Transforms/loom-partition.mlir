@@ -135,7 +135,7 @@ func.func @swap(%x: tensor<8x12xf32> {loom.sharding = #loom.sharding<@m, [{"a"},
 // -----
 
 loom.mesh @m ["a" = 2]
-// BUDGET: error: --loom-partition: search-budget must be 0 or more, not -1
+// BUDGET: loom-partition.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --loom-partition: search-budget must be 0 or more, not -1
 func.func @any(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"a"}]>})
     -> (tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>}) attributes {loom.model} {
   return %x : tensor<8xf32>
