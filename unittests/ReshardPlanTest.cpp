@@ -67,11 +67,11 @@ double replay(const Mesh &mesh, ArrayRef<int64_t> shape, AxisLists layout,
         EXPECT_FALSE(mesh.forbidden[size_t(axis)]);
     switch (step.kind) {
     case ReshardStep::Kind::Permute: {
-      Axes sorted = dim, order = step.axes;
-      std::sort(sorted.begin(), sorted.end());
-      std::sort(order.begin(), order.end());
-      EXPECT_EQ(sorted, order) << "a permute keeps the dimension's axes";
-      EXPECT_NE(dim, step.axes) << "a permute changes the order";
+      EXPECT_EQ(step.dim, -1) << "a permute names its whole layout";
+      if (step.layout.size() != layout.size()) {
+        ADD_FAILURE() << "a permute's layout of another rank";
+        return -1;
+      }
       // Only axes of more than one device index blocks.
       auto sized = [&](ArrayRef<int> axes) {
         Axes kept;
@@ -80,9 +80,24 @@ double replay(const Mesh &mesh, ArrayRef<int64_t> shape, AxisLists layout,
             kept.push_back(axis);
         return kept;
       };
-      if (sized(dim) != sized(step.axes))
+      bool moves = false;
+      for (size_t d = 0; d < layout.size(); ++d) {
+        EXPECT_EQ(group(mesh, layout[d]), group(mesh, step.layout[d]))
+            << "a permute keeps the blocks of every dimension";
+        if (sized(layout[d]) == sized(step.layout[d]))
+          continue;
+        moves = true;
+        for (int axis : step.layout[d]) {
+          EXPECT_FALSE(llvm::is_contained(partial, axis))
+              << "no permute over an axis the value is partial over";
+          EXPECT_FALSE(mesh.forbidden[size_t(axis)]);
+        }
+        for (int axis : layout[d])
+          EXPECT_FALSE(mesh.forbidden[size_t(axis)]);
+      }
+      if (moves)
         cost += local;
-      dim = step.axes;
+      layout = step.layout;
       break;
     }
     case ReshardStep::Kind::Gather: {
@@ -249,17 +264,26 @@ TEST(ReshardPlan, MovesAnAxisByOneAllToAll) {
 }
 
 TEST(ReshardPlan, SlicesBeforeMovingWhenThatIsCheaper) {
-  // {c, b} to {a, b} on a 2x3x2 mesh: slicing a in first makes every later
-  // block six times smaller than gathering c first would.
-  Mesh mesh{{2, 3, 2}, {false, false, false}};
-  std::vector<int64_t> shape{24, 12};
+  // {c, b} to {a, b} on a 2x3x4 mesh: slicing a in first makes every later
+  // block smaller than gathering c first would.
+  Mesh mesh{{2, 3, 4}, {false, false, false}};
+  std::vector<int64_t> shape{48, 12};
   AxisLists from{{2, 1}, {}}, to{{0, 1}, {}};
   auto plan = planReshard({shape, mesh.sizes, {}, from, to, {}});
   ASSERT_TRUE(plan);
   ASSERT_FALSE(plan->empty());
   EXPECT_EQ(plan->front().kind, ReshardStep::Kind::Slice);
-  EXPECT_EQ(replay(mesh, shape, from, to, *plan), 48u);
-  EXPECT_EQ(gatherThenSlice(mesh, shape, from, to), 240u);
+  EXPECT_EQ(replay(mesh, shape, from, to, *plan), 96u);
+  EXPECT_EQ(gatherThenSlice(mesh, shape, from, to), 528u);
+  // With c of a's size, c is exchanged for a: one block.
+  Mesh same{{2, 3, 2}, {false, false, false}};
+  std::vector<int64_t> small{24, 12};
+  plan = planReshard({small, same.sizes, {}, from, to, {}});
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ(plan->front().kind, ReshardStep::Kind::Permute);
+  EXPECT_EQ(replay(same, small, from, to, *plan), 48u);
+  EXPECT_EQ(gatherThenSlice(same, small, from, to), 240u);
 }
 
 TEST(ReshardPlan, ReorderingAxesOfSizeOneIsFree) {
@@ -271,6 +295,32 @@ TEST(ReshardPlan, ReorderingAxesOfSizeOneIsFree) {
   ASSERT_EQ(plan->size(), 1u);
   EXPECT_EQ((*plan)[0].kind, ReshardStep::Kind::Permute);
   EXPECT_EQ(replay(mesh, shape, from, to, *plan), 0u);
+}
+
+TEST(ReshardPlan, ExchangesAxesBetweenDimensionsInOnePermute) {
+  // [8:a, 12:b] to [8:b, 12:a]: device (x, y) needs the block that device
+  // (y, x) holds, one collective_permute of a block, where three
+  // all_to_alls received 1.75 blocks.
+  Mesh mesh{{2, 2}, {false, false}};
+  std::vector<int64_t> shape{8, 12};
+  AxisLists from{{0}, {1}}, to{{1}, {0}};
+  auto plan = planReshard({shape, mesh.sizes, {}, from, to, {}});
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].kind, ReshardStep::Kind::Permute);
+  EXPECT_EQ(replay(mesh, shape, from, to, *plan), 24u);
+  // An axis for a free one of its size: [8:a, 12] to [8:b, 12], one block,
+  // where a gather and a slice take two collectives for the same bytes.
+  AxisLists held{{0}, {}}, free{{1}, {}};
+  plan = planReshard({shape, mesh.sizes, {}, held, free, {}});
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].kind, ReshardStep::Kind::Permute);
+  EXPECT_EQ(replay(mesh, shape, held, free, *plan), 48u);
+  // Not over an axis the value is still partial over.
+  plan = planReshard({shape, mesh.sizes, {}, held, free, {1}});
+  ASSERT_TRUE(plan);
+  replay(mesh, shape, held, free, *plan, {1});
 }
 
 TEST(ReshardPlan, NoCollectiveOverAForbiddenAxis) {

@@ -3,6 +3,7 @@
 
   torch_gpt.py inputs  --config C --out FILE        random tokens/targets
   torch_gpt.py check   --config C --params P --inputs I --loom-loss X [--out F]
+                       [--device cpu]
                        (F: PyTorch's loss and final hidden state h)
   torch_gpt.py time    --config C --steps N          eager and torch.compile
 
@@ -129,9 +130,14 @@ def main():
     parser.add_argument("--loom-loss", type=float)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--device", default="cuda",
+                        help="where PyTorch runs the check (cpu: to try this "
+                             "script without a GPU; timing needs cuda)")
     args = parser.parse_args()
     V, S, D, H, L, B = CONFIGS[args.config]
-    device = "cuda"
+    device = args.device
+    if args.what == "time" and device != "cuda":
+        parser.error("time measures with CUDA events: --device cuda")
 
     if args.what == "inputs":
         g = torch.Generator(device="cpu").manual_seed(1)

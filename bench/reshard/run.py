@@ -8,13 +8,21 @@ compared with a lower bound: the most elements that any device needs for
 its target block and does not hold in its source block. A ratio of 1 is a
 reshard that moves nothing it could have kept; the worst pairs are printed
 so that the partitioner's next improvement can start from them.
+With --execute, each batch's program is also built (`loomc -o`), run with
+every rank in one process (`--loopback`) and its outputs compared with the
+reference interpreter's (`loomc --interpret`, same seed): bit for bit for
+`x * 2.0`, within a relative L2 distance of 1e-6 for the partial sums
+(whose f32 additions may come in any order). Cheaper plans are only worth
+having if they still put every element where it belongs.
 Standard library only."""
 
 import argparse
 import itertools
+import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -154,6 +162,45 @@ def measure(loomc, mesh, shape, pairs, workdir):
     return bytes_of, kinds, unattributed
 
 
+COMPARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu",
+                       "compare.py")
+
+
+def execute(loomc, path, partial, workdir):
+    """Builds the program at `path`, runs it in loopback mode and compares
+    its outputs with the interpreter's; returns None, or what went wrong
+    (the outputs that differ, by pair, or the failed command's output)."""
+    program = os.path.join(workdir, "pairs")
+    got = os.path.join(workdir, "got.safetensors")
+    want = os.path.join(workdir, "want.safetensors")
+    steps = [[loomc, path, "-o", program],
+             [program, "--loopback", "--seed", "3", "--out", got],
+             [loomc, path, "--interpret", "--seed", "3", "--out", want],
+             [sys.executable, COMPARE, got, want] +
+             (["--relative-l2", "1e-6"] if partial else ["--ulps", "0"])]
+    for command in steps:
+        run = subprocess.run(command, capture_output=True, text=True)
+        if command[0] == sys.executable and run.returncode == 1:
+            try:
+                tensors = json.loads(run.stdout)["tensors"]
+
+                def differs(t):  # compare.py's entry for one output
+                    if isinstance(t, str):
+                        return True
+                    if "ok" in t:
+                        return not t["ok"]
+                    return bool(t.get("rejected") or t["nan_mismatches"])
+
+                return sorted(int(name[1:]) for name, t in tensors.items()
+                              if differs(t))
+            except (ValueError, KeyError):
+                pass
+        if run.returncode != 0:
+            return (f"{' '.join(command)} exited {run.returncode}:\n"
+                    f"{(run.stdout + run.stderr)[-3000:]}")
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loomc", default="loomc",
@@ -175,6 +222,10 @@ def main():
                         help="also write every pair's figures to FILE (tab-"
                         "separated: from, to, bytes a rank, bound), to compare "
                         "two compilers")
+    parser.add_argument("--execute", action="store_true",
+                        help="also build and run each batch's program in "
+                        "loopback mode and compare its outputs with the "
+                        "reference interpreter's (exits 1 on a difference)")
     args = parser.parse_args()
     try:
         mesh = parse_mesh(args.mesh)
@@ -200,12 +251,30 @@ def main():
     started = time.time()
     results = []
     unattributed = 0
+    executed = 0
     with tempfile.TemporaryDirectory() as workdir:
         for start in range(0, len(pairs), args.batch):
             chunk = pairs[start:start + args.batch]
             measured, kinds, lost = measure(args.loomc, mesh, shape, chunk,
                                             workdir)
             unattributed += lost
+            if args.execute:
+                wrong = execute(args.loomc, os.path.join(workdir, "pairs.loom"),
+                                args.partial, workdir)
+                if wrong:
+                    kept = os.path.join(tempfile.gettempdir(),
+                                        f"reshard-wrong-{os.getpid()}.loom")
+                    shutil.copy(os.path.join(workdir, "pairs.loom"), kept)
+                    if isinstance(wrong, list):
+                        wrong = "outputs differ from the interpreter's:\n" + \
+                            "\n".join(
+                                f"  y{i}: {source(mesh, shape, chunk[i][0], chunk[i][2])}"
+                                f" -> {spelled(shape, chunk[i][1])}"
+                                for i in wrong)
+                    sys.exit(f"bench/reshard: the program of pairs {start} to "
+                             f"{start + len(chunk) - 1} (kept as {kept}): "
+                             f"{wrong}")
+                executed += len(chunk)
             for pair, got, kind in zip(chunk, measured, kinds):
                 results.append((pair, got,
                                 lower_bound(mesh, shape, pair[0], pair[1]),
@@ -231,6 +300,10 @@ def main():
         print(f"and {unattributed:,} bytes a rank in collectives without a "
               "reason (made by a canonicalization), in no pair's figure")
     print(f"at the bound: {at_bound} of {len(results)}; above it: {len(over)}")
+    if args.execute:
+        print(f"executed in loopback mode: {executed} of {len(results)}, every "
+              "output equal to the interpreter's"
+              + (" (relative L2 within 1e-6)" if args.partial else ""))
     for limit in (1.5, 2, 4):
         print(f"  more than {limit}x the bound: "
               f"{sum(1 for r in over if ratio(r) > limit)}")

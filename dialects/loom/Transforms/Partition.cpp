@@ -290,42 +290,79 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
   ReductionKindAttr partialKind =
       ReductionKindAttr::get(builder.getContext(), current.partialKind);
 
-  // The same axes of `dim` in the order `order`: the blocks change places.
-  // Each device takes the block its coordinates index in the new order.
-  auto permute = [&](int64_t dim, const Axes &order) -> LogicalResult {
-    Axes &have = current.dims[dim];
-    SmallVector<int64_t> sizes;
-    for (StringAttr axis : have)
-      sizes.push_back(mesh.getAxisSize(axis.getValue()).value_or(1));
-    int64_t group = countDevices(mesh, have);
-    SmallVector<int64_t> pairs;
-    for (int64_t rank = 0; rank < group; ++rank) {
-      // Coordinates of `rank` (row-major over `have`), then its block
-      // index row-major over `order`.
-      llvm::DenseMap<StringAttr, int64_t> coordinate;
-      int64_t rest = rank;
-      for (size_t i = have.size(); i-- > 0;) {
-        coordinate[have[i]] = rest % sizes[i];
-        rest /= sizes[i];
-      }
-      int64_t source = 0;
-      for (StringAttr axis : order)
-        source = source * mesh.getAxisSize(axis.getValue()).value_or(1) +
-                 coordinate[axis];
-      pairs.push_back(source);
-      pairs.push_back(rank);
+  // A layout with as many blocks on each dimension as the current one:
+  // each device takes the block that its coordinates index in `layout`,
+  // from the device whose coordinates index that block now. The group is
+  // the axes of the dimensions that change; an axis free before (or after)
+  // takes the coordinates of those free after (or before).
+  auto permute = [&](ArrayRef<Axes> layout) -> LogicalResult {
+    auto sizeOf = [&](StringAttr axis) {
+      return mesh.getAxisSize(axis.getValue()).value_or(1);
+    };
+    // Axes of size 1 index no block.
+    auto sized = [&](ArrayRef<StringAttr> axes) {
+      Axes kept;
+      for (StringAttr axis : axes)
+        if (sizeOf(axis) > 1)
+          kept.push_back(axis);
+      return kept;
+    };
+    Axes group, heldBefore, heldAfter;
+    SmallVector<int64_t> changed;
+    for (auto [dim, axes] : llvm::enumerate(layout))
+      if (sized(current.dims[dim]) != sized(axes))
+        changed.push_back(int64_t(dim));
+    for (int64_t dim : changed) {
+      llvm::append_range(heldBefore, sized(current.dims[dim]));
+      llvm::append_range(heldAfter, sized(layout[dim]));
     }
-    Axes before = have;
-    have = order;
-    // Axes of size 1 can reorder without any block moving.
+    group = heldBefore;
+    for (StringAttr axis : heldAfter)
+      if (!llvm::is_contained(group, axis))
+        group.push_back(axis);
+    Axes freeBefore, freeAfter;
+    for (StringAttr axis : group) {
+      if (!llvm::is_contained(heldBefore, axis))
+        freeBefore.push_back(axis);
+      if (!llvm::is_contained(heldAfter, axis))
+        freeAfter.push_back(axis);
+    }
+    // Row-major index over `axes` of `coordinate`, and the reverse.
+    using Coordinates = llvm::DenseMap<StringAttr, int64_t>;
+    auto indexOver = [&](ArrayRef<StringAttr> axes, Coordinates &coordinate) {
+      int64_t index = 0;
+      for (StringAttr axis : axes)
+        index = index * sizeOf(axis) + coordinate[axis];
+      return index;
+    };
+    auto setOver = [&](ArrayRef<StringAttr> axes, int64_t index,
+                       Coordinates &coordinate) {
+      for (size_t i = axes.size(); i-- > 0;) {
+        coordinate[axes[i]] = index % sizeOf(axes[i]);
+        index /= sizeOf(axes[i]);
+      }
+    };
+    SmallVector<int64_t> pairs;
     bool stays = true;
-    for (size_t i = 0; i < pairs.size(); i += 2)
-      stays &= pairs[i] == pairs[i + 1];
+    for (int64_t rank = 0, size = countDevices(mesh, group); rank < size;
+         ++rank) {
+      Coordinates at, source;
+      setOver(group, rank, at);
+      for (int64_t dim : changed)
+        setOver(sized(current.dims[dim]), indexOver(sized(layout[dim]), at),
+                source);
+      setOver(freeBefore, indexOver(freeAfter, at), source);
+      pairs.push_back(indexOver(group, source));
+      pairs.push_back(rank);
+      stays &= pairs[pairs.size() - 2] == rank;
+    }
+    for (auto [dim, axes] : llvm::enumerate(layout))
+      current.dims[dim] = axes;
     if (stays)
       return success();
     return emit(CollectivePermuteOp::create(
         builder, loc, localType(value, current), result, meshRef,
-        axesAttr(before), builder.getDenseI64ArrayAttr(pairs)));
+        axesAttr(group), builder.getDenseI64ArrayAttr(pairs)));
   };
   auto handOver = [&](int64_t from, int64_t to, size_t count) {
     Axes &source = current.dims[from];
@@ -394,9 +431,11 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
     auto have = [&]() -> Axes & { return current.dims[step.dim]; };
     LogicalResult emitted = success();
     switch (step.kind) {
-    case ReshardStep::Kind::Permute:
-      emitted = permute(step.dim, axes);
+    case ReshardStep::Kind::Permute: {
+      SmallVector<Axes> layout(llvm::map_range(step.layout, names));
+      emitted = permute(layout);
       break;
+    }
     case ReshardStep::Kind::Gather:
       have().resize(have().size() - axes.size());
       emitted = emit(AllGatherOp::create(

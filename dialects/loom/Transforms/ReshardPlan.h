@@ -31,7 +31,10 @@ using AxisLists = llvm::SmallVector<llvm::SmallVector<int, 4>, 4>;
 
 struct ReshardStep {
   enum class Kind {
-    /// The same axes of `dim` in the order `axes`: blocks change places.
+    /// The layout `layout`, with as many blocks on each dimension as now
+    /// (a dimension's axes reordered, axes of one size exchanged between
+    /// dimensions, or a held axis exchanged for a free one of its size):
+    /// each rank receives one other rank's block.
     Permute,
     /// `axes`, the last ones of `dim`, are gathered.
     Gather,
@@ -46,10 +49,12 @@ struct ReshardStep {
     AllReduce,
   };
   Kind kind;
-  /// -1 for AllReduce.
+  /// -1 for AllReduce and Permute.
   int64_t dim;
   int64_t from = -1;
   llvm::SmallVector<int, 4> axes;
+  /// Permute's layout after the step.
+  AxisLists layout = {};
 };
 
 struct ReshardProblem {

@@ -112,8 +112,9 @@ func.func @done(%x: tensor<4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}]>}
 
 // -----
 
-// Two axes trading dimensions: the search finds three all_to_alls (each
-// rank receives 12 + 18 + 12 floats); with search-budget=0 both
+// Two axes of one size trading dimensions: device (x, y) takes the block
+// of device (y, x), one collective_permute (each rank receives 24 floats;
+// three all_to_alls received 12 + 18 + 12); with search-budget=0 both
 // dimensions are gathered and sliced (24 + 48 floats).
 loom.mesh @m ["a" = 2, "b" = 2]
 func.func @swap(%x: tensor<8x12xf32> {loom.sharding = #loom.sharding<@m, [{"a"}, {"b"}]>})
@@ -121,10 +122,8 @@ func.func @swap(%x: tensor<8x12xf32> {loom.sharding = #loom.sharding<@m, [{"a"},
   return %x : tensor<8x12xf32>
 }
 // CHECK-LABEL: func.func @swap
-// CHECK-NEXT: %[[A:.*]] = loom.all_to_all %{{.*}} on @m ["a"] split 1 concat 0 {{.*}} : tensor<4x6xf32> -> tensor<8x3xf32>
-// CHECK-NEXT: %[[B:.*]] = loom.all_to_all %[[A]] on @m ["b", "a"] split 0 concat 1 {{.*}} : tensor<8x3xf32> -> tensor<2x12xf32>
-// CHECK-NEXT: %[[C:.*]] = loom.all_to_all %[[B]] on @m ["a"] split 1 concat 0 {{.*}} : tensor<2x12xf32> -> tensor<4x6xf32>
-// CHECK-NEXT: return %[[C]] :
+// CHECK-NEXT: %[[P:.*]] = loom.collective_permute %{{.*}} on @m ["a", "b"] pairs [0, 0, 2, 1, 1, 2, 3, 3] {{.*}} : tensor<4x6xf32>
+// CHECK-NEXT: return %[[P]] :
 // GATHER-LABEL: func.func @swap
 // GATHER-NEXT: loom.all_gather %{{.*}} on @m ["b"] dim 1
 // GATHER-NEXT: loom.all_gather %{{.*}} on @m ["a"] dim 0
