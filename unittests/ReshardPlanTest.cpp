@@ -346,6 +346,25 @@ TEST(ReshardPlan, GivesUpBeyondItsBudget) {
   EXPECT_TRUE(planReshard({shape, mesh.sizes, {}, from, to, {}}));
 }
 
+TEST(ReshardPlan, TrustsItsEstimateWhereTheExactSearchesGiveUp) {
+  // Six axes of 2 on four dimensions, every one moving: with 100,000
+  // layouts the narrow search finds the cheapest plan (1,048,576 elements
+  // a rank); with 50,000 both exact searches give up and the weighted one
+  // finds a plan within 4 times that, where the plain rules receive
+  // 16,515,072.
+  Mesh mesh{{2, 2, 2, 2, 2, 2}, {false, false, false, false, false, false}};
+  std::vector<int64_t> shape{64, 64, 64, 64};
+  AxisLists from{{0, 1}, {2}, {3, 4}, {5}}, to{{5}, {4, 3}, {2}, {1, 0}};
+  auto plan = planReshard({shape, mesh.sizes, {}, from, to, {}}, 50000);
+  ASSERT_TRUE(plan);
+  double cost = replay(mesh, shape, from, to, *plan);
+  EXPECT_GT(cost, 1048576.0);
+  EXPECT_LE(cost, 4 * 1048576.0);
+  EXPECT_EQ(replay(mesh, shape, from, to,
+                   gatherAndSlicePlan({shape, mesh.sizes, {}, from, to, {}})),
+            16515072.0);
+}
+
 TEST(ReshardPlan, ReducesOntoADimensionInAnotherOrder) {
   // [8:b, 12] partial over a to [8:(a, b), 12]: reduce_scatter a onto the
   // end of dimension 0 and permute (24 + 24 floats), where an all_reduce, a
