@@ -296,6 +296,9 @@ def main():
     ratio = lambda r: r[1] / r[2] if r[2] else math.inf
     print(f"bytes a rank, all reshards: {total:,} (lower bound {bound:,}; "
           f"{total / bound:.3f}x)")
+    print(f"collectives, all reshards: {sum(len(r[3]) for r in results):,} "
+          f"({sum(1 for r in results for k in r[3] if k != 'all_slice'):,} "
+          "that communicate)")
     if unattributed:
         print(f"and {unattributed:,} bytes a rank in collectives without a "
               "reason (made by a canonicalization), in no pair's figure")
