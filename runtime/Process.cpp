@@ -402,9 +402,28 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   const void *in, void *out, int rank,
                                   const int64_t *shape, int splitDim,
-                                  int concatDim) {
-  AllToAll layout(groupSize(rt, axes, numAxes), rank, shape, splitDim,
-                  concatDim);
+                                  int concatDim, const int *splitAxes) {
+  // Group rank q's piece: the index of its coordinates over splitAxes.
+  std::vector<int64_t> chunkOf;
+  int64_t n = groupSize(rt, axes, numAxes);
+  if (splitAxes && !std::equal(axes, axes + numAxes, splitAxes)) {
+    const int64_t *sizes = rt->model->axis_sizes;
+    for (int64_t q = 0; q < n; ++q) {
+      std::vector<int64_t> coordinate(static_cast<size_t>(numAxes));
+      int64_t rest = q;
+      for (int i = numAxes; i-- > 0;) {
+        coordinate[size_t(i)] = rest % sizes[axes[i]];
+        rest /= sizes[axes[i]];
+      }
+      int64_t chunk = 0;
+      for (int j = 0; j < numAxes; ++j) {
+        int at = int(std::find(axes, axes + numAxes, splitAxes[j]) - axes);
+        chunk = chunk * sizes[splitAxes[j]] + coordinate[size_t(at)];
+      }
+      chunkOf.push_back(chunk);
+    }
+  }
+  AllToAll layout(n, rank, shape, splitDim, concatDim, std::move(chunkOf));
   Collective c(rt, "all_to_all", axes, numAxes, site, dtype,
                layout.pieceElements * layout.n);
   rt->transport->allToAll(rt, c.what, axes, numAxes, dtype, in, out, layout);
@@ -444,8 +463,8 @@ extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
 }
 
 AllToAll::AllToAll(int64_t n, int rank, const int64_t *shape, int splitDim,
-                   int concatDim)
-    : n(n) {
+                   int concatDim, std::vector<int64_t> chunkOf)
+    : n(n), chunkOf(std::move(chunkOf)) {
   int64_t total = 1;
   outer = inner = concatOuter = concatInner = 1;
   for (int d = 0; d < rank; ++d) {
@@ -472,7 +491,8 @@ void AllToAll::pack(int dtype, const void *in, void *pieces) const {
     loomrt_extract(dtype, in,
                    static_cast<char *>(pieces) +
                        size_t(p * pieceElements) * bytes,
-                   outer, splitSize, chunk, p * chunk, inner);
+                   outer, splitSize, chunk,
+                   (chunkOf.empty() ? p : chunkOf[size_t(p)]) * chunk, inner);
 }
 
 void AllToAll::unpack(int dtype, const void *piece, int64_t p,

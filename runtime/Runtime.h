@@ -207,12 +207,13 @@ bool sumsInF32(const loomrt_ctx *rt, const int *axes, int numAxes, int dtype,
                int reduction);
 
 /// all_to_all's pieces: the local [shape] is cut into n pieces along
-/// splitDim; piece p goes to group rank p, and the piece from group rank p
-/// lands at chunk p of concatDim. Packing and unpacking run on the
-/// backend's memory (loomrt_extract / loomrt_insert).
+/// splitDim; group rank p receives piece chunkOf[p] (p when chunkOf is
+/// empty), and the piece from group rank p lands at chunk p of concatDim.
+/// Packing and unpacking run on the backend's memory (loomrt_extract /
+/// loomrt_insert).
 struct AllToAll {
   AllToAll(int64_t n, int rank, const int64_t *shape, int splitDim,
-           int concatDim);
+           int concatDim, std::vector<int64_t> chunkOf = {});
   /// in -> pieces[n][pieceElements].
   void pack(int dtype, const void *in, void *pieces) const;
   /// The piece from group rank p -> its place in out.
@@ -220,6 +221,7 @@ struct AllToAll {
   int64_t n, pieceElements;
   int64_t outer, splitSize, chunk, inner;       // the split
   int64_t concatOuter, concatSize, concatInner; // the concatenation
+  std::vector<int64_t> chunkOf;
 };
 
 /// How ranks reach each other. One instance per process, shared by the

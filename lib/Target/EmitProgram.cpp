@@ -1111,11 +1111,14 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
     std::string axes = axesTable(a2a.getAxes());
     ArrayRef<int64_t> shape = tensorType(a2a.getInput()).getShape();
     std::string shapeTable = int64Table(shape);
+    std::string splitAxes = a2a.getSplitAxes() ? axesTable(*a2a.getSplitAxes())
+                                               : std::string("nullptr");
     line() << "loomrt_all_to_all(rt, " << where << ", " << axes << ", "
            << a2a.getAxes().size() << ", " << dtype(a2a.getInput()) << ", "
            << pointer(a2a.getInput()) << ", " << pointer(a2a.getResult())
            << ", " << shape.size() << ", " << shapeTable << ", "
-           << a2a.getSplitDim() << ", " << a2a.getConcatDim() << ");\n";
+           << a2a.getSplitDim() << ", " << a2a.getConcatDim() << ", "
+           << splitAxes << ");\n";
     return success();
   }
   if (auto permute = dyn_cast<CollectivePermuteOp>(op)) {

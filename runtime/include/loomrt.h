@@ -129,10 +129,14 @@ void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site, const int *axes, in
 void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int num_axes, int dtype,
                       const void *in, void *out, int64_t outer, int64_t chunk);
 /* Splits dimension split_dim of the local [shape] into n pieces, sends piece
- * r to group rank r and concatenates the received pieces along concat_dim. */
-void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
-                       int dtype, const void *in, void *out, int rank,
-                       const int64_t *shape, int split_dim, int concat_dim);
+ * r to group rank r and concatenates the received pieces along concat_dim.
+ * With split_axes (num_axes of them, the axes in another order; NULL: in
+ * the order of axes), the pieces are numbered over split_axes: group rank
+ * q receives the piece its coordinates index in that order. */
+void loomrt_all_to_all(loomrt_ctx *rt, const char *site, const int *axes,
+                       int num_axes, int dtype, const void *in, void *out,
+                       int rank, const int64_t *shape, int split_dim,
+                       int concat_dim, const int *split_axes);
 /* pairs: num_pairs (source, target) group ranks; a rank that is no target
  * gets zeros. */
 void loomrt_collective_permute(loomrt_ctx *rt, const char *site, const int *axes,

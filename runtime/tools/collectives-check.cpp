@@ -220,11 +220,27 @@ void step(loomrt_ctx *rt, char *arena) {
       int64_t shape[2] = {2 * n, 3};
       c.put(dtype, in, 6 * n, mine);
       loomrt_all_to_all(rt, "all_to_all", axes.data(), int(axes.size()), dtype,
-                        arena + in, arena + out, 2, shape, 0, 1);
+                        arena + in, arena + out, 2, shape, 0, 1, nullptr);
       c.expect("all_to_all" + suffix, dtype, out, 6 * n, [&](int64_t i) {
         int64_t a = i / (3 * n), p = i % (3 * n) / 3, b = i % 3;
         return valueOf(group[size_t(p)], (self * 2 + a) * 3 + b);
       });
+      // The same with the pieces numbered over the axes reversed: each
+      // rank receives the rows that its coordinates index in that order.
+      if (axes.size() == 2) {
+        std::vector<int> reversed(axes.rbegin(), axes.rend());
+        int64_t inner = meshSizes[axes[1]];
+        int64_t piece = self % inner * meshSizes[axes[0]] + self / inner;
+        c.put(dtype, in, 6 * n, mine);
+        loomrt_all_to_all(rt, "all_to_all", axes.data(), int(axes.size()),
+                          dtype, arena + in, arena + out, 2, shape, 0, 1,
+                          reversed.data());
+        c.expect("all_to_all, pieces in the other order" + suffix, dtype, out,
+                 6 * n, [&](int64_t i) {
+                   int64_t a = i / (3 * n), p = i % (3 * n) / 3, b = i % 3;
+                   return valueOf(group[size_t(p)], (piece * 2 + a) * 3 + b);
+                 });
+      }
       // collective_permute: p -> p + 1 (group rank 0 gets zeros).
       std::vector<int64_t> pairs;
       for (int64_t p = 0; p + 1 < n; ++p) {

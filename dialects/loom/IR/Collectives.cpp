@@ -181,6 +181,16 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
   if (failed(verifyDimIndex(getLoc(), "all_to_all", split, input.getRank())) ||
       failed(verifyDimIndex(getLoc(), "all_to_all", concat, input.getRank())))
     return failure();
+  if (std::optional<ArrayAttr> order = getSplitAxes()) {
+    auto sorted = [](ArrayAttr axes) {
+      SmallVector<StringRef> names(axes.getAsValueRange<StringAttr>());
+      llvm::sort(names);
+      return names;
+    };
+    if (sorted(*order) != sorted(getAxes()))
+      return emitOpError("split_axes ")
+             << *order << " must be the axes " << getAxes() << " in some order";
+  }
   if (input.getShape()[split] % *n != 0)
     return emitOpError("split dimension ")
            << split << " of " << describeType(input)

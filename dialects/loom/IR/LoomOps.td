@@ -690,19 +690,25 @@ def Loom_AllToAllOp : Loom_CollectiveOp<"all_to_all", [Pure,
   let description = commonDescription # [{
     Splits `split_dim` into n pieces, sends piece r to rank r, and
     concatenates what it receives along `concat_dim`. Each rank sends (n-1)/n
-    of its buffer.
+    of its buffer. With `as`, the same axes in another order number the
+    pieces: rank r receives the piece that its coordinates index over
+    `split_axes`, so `split_dim` ends with the axes in that order (the
+    pieces received are still concatenated in the order of `axes`); an
+    all_to_all and a permute that reorders what it split, in one.
 
     ```mlir
     %r = loom.all_to_all %x on @m ["tp"] split 1 concat 0 : tensor<4x16xf32> -> tensor<8x8xf32>
+    %s = loom.all_to_all %x on @m ["a", "b"] as ["b", "a"] split 1 concat 0 : tensor<4x16xf32> -> tensor<16x4xf32>
     ```
   }];
   let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$split_dim,
-                       I64Attr:$concat_dim);
+                       StrArrayAttr:$axes,
+                       OptionalAttr<StrArrayAttr>:$split_axes,
+                       I64Attr:$split_dim, I64Attr:$concat_dim);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = [{
-    $input `on` $mesh $axes `split` $split_dim `concat` $concat_dim attr-dict
-    `:` type($input) `->` type($result)
+    $input `on` $mesh $axes (`as` $split_axes^)? `split` $split_dim `concat`
+    $concat_dim attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
 }

@@ -364,13 +364,15 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
         builder, loc, localType(value, current), result, meshRef,
         axesAttr(group), builder.getDenseI64ArrayAttr(pairs)));
   };
-  auto handOver = [&](int64_t from, int64_t to, size_t count) {
+  // The last axes of `from` to the end of `to`, in the order `order`.
+  auto handOver = [&](int64_t from, int64_t to, const Axes &order) {
     Axes &source = current.dims[from];
-    Axes moved(source.end() - count, source.end());
-    source.resize(source.size() - count);
-    current.dims[to].append(moved.begin(), moved.end());
+    Axes moved(source.end() - order.size(), source.end());
+    source.resize(source.size() - order.size());
+    current.dims[to].append(order.begin(), order.end());
+    ArrayAttr splitAxes = order == moved ? ArrayAttr() : axesAttr(order);
     return emit(AllToAllOp::create(builder, loc, localType(value, current),
-                                   result, meshRef, axesAttr(moved),
+                                   result, meshRef, axesAttr(moved), splitAxes,
                                    builder.getI64IntegerAttr(to),
                                    builder.getI64IntegerAttr(from)));
   };
@@ -449,7 +451,8 @@ FailureOr<Value> Partitioner::reshard(Value value, const Layout &target,
                                         builder.getI64IntegerAttr(step.dim)));
       break;
     case ReshardStep::Kind::AllToAll:
-      emitted = handOver(step.from, step.dim, axes.size());
+      emitted = handOver(step.from, step.dim,
+                         step.order.empty() ? axes : names(step.order));
       break;
     case ReshardStep::Kind::ReduceScatter:
       have().append(axes.begin(), axes.end());

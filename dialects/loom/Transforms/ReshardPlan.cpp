@@ -11,10 +11,11 @@
 // receives its whole block, unless only axes of size 1 move), gather a
 // dimension's last axes (all_gather: n - 1 blocks), slice a free axis of
 // the target onto the end of a dimension (all_slice: nothing), or move a
-// dimension's last axes to the end of another (all_to_all: (n - 1) / n of
-// a block). A permute may also exchange an axis for another of the same
-// size, held by another dimension or by none (each rank receives its whole
-// block). These are the costs `--explain` reports; every layout on the
+// dimension's last axes to the end of another, in their order or in the
+// target's (all_to_all: (n - 1) / n of a block). A permute may also
+// exchange an axis for another of the same size, held by another
+// dimension or by none (each rank receives its whole block). These are
+// the costs `--explain` reports; every layout on the
 // way must divide the shape evenly. Only axes of the two layouts take
 // part, so the search stays small: with four axes on three dimensions
 // there are 685 layouts.
@@ -382,8 +383,22 @@ std::optional<SmallVector<ReshardStep>> Search::run() {
           next[size_t(to)].append(moved.begin(), moved.end());
           if (!localElements(next))
             continue;
-          offer(current, std::move(next), pending,
+          offer(current, next, pending,
                 ReshardStep{ReshardStep::Kind::AllToAll, to, dim, moved},
+                after((n - 1) * local / n, true));
+          // Or in the order the target puts them in on `to`, at the same
+          // cost (the pieces numbered in that order).
+          Axes order;
+          for (int axis : problem.to[size_t(to)])
+            if (llvm::is_contained(moved, axis))
+              order.push_back(axis);
+          if (order.size() != moved.size() || order == moved)
+            continue;
+          next[size_t(to)].resize(next[size_t(to)].size() - moved.size());
+          next[size_t(to)].append(order.begin(), order.end());
+          offer(current, std::move(next), pending,
+                ReshardStep{
+                    ReshardStep::Kind::AllToAll, to, dim, moved, {}, order},
                 after((n - 1) * local / n, true));
         }
       }

@@ -40,7 +40,8 @@ struct ReshardStep {
     Gather,
     /// `axes`, held by no dimension, are appended to `dim`: local.
     Slice,
-    /// `axes`, the last ones of `from`, move to the end of `dim`.
+    /// `axes`, the last ones of `from`, move to the end of `dim`, in the
+    /// order `order` (empty: as they were).
     AllToAll,
     /// The partial sums over `axes` are reduced, each rank keeping the
     /// block of `dim` that `axes` then index.
@@ -55,6 +56,8 @@ struct ReshardStep {
   llvm::SmallVector<int, 4> axes;
   /// Permute's layout after the step.
   AxisLists layout = {};
+  /// AllToAll's order of `axes` at the end of `dim`.
+  llvm::SmallVector<int, 4> order = {};
 };
 
 struct ReshardProblem {

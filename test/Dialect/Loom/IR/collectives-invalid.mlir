@@ -213,6 +213,16 @@ func.func @all_to_all_wrong_result(%x: tensor<8x16xf32>) {
 
 // -----
 
+// The pieces' order must be of the same axes.
+loom.mesh @mesh ["pp" = 2, "dp" = 2, "tp" = 4] manual ["pp"]
+func.func @all_to_all_split_axes_not_the_axes(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'loom.all_to_all' op split_axes ["tp", "pp"] must be the axes ["dp", "tp"] in some order}}
+  %0 = loom.all_to_all %x on @mesh ["dp", "tp"] as ["tp", "pp"] split 1 concat 0 : tensor<8x16xf32> -> tensor<64x2xf32>
+  return
+}
+
+// -----
+
 loom.mesh @mesh ["pp" = 2, "dp" = 2, "tp" = 4] manual ["pp"]
 func.func @all_to_all_split_out_of_range(%x: tensor<8x16xf32>) {
   // expected-error @+1 {{all_to_all: dimension 2 is out of range for a rank-2 value}}

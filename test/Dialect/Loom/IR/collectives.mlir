@@ -71,6 +71,16 @@ func.func @all_to_all(%x: tensor<4x16xi32>) -> tensor<16x4xi32> {
   return %0 : tensor<16x4xi32>
 }
 
+// The pieces numbered over the same axes in another order.
+// CHECK-LABEL: func.func @all_to_all_ordered(
+// CHECK-NEXT:    %[[A:.*]] = loom.all_to_all %{{.*}} on @mesh ["dp", "tp"] as ["tp", "dp"] split 1 concat 0 : tensor<4x16xi32> -> tensor<32x2xi32>
+// GENERIC-LABEL: sym_name = "all_to_all_ordered"
+// GENERIC:       "loom.all_to_all"(%{{.*}}) <{axes = ["dp", "tp"], concat_dim = 0 : i64, mesh = @mesh, split_axes = ["tp", "dp"], split_dim = 1 : i64}>
+func.func @all_to_all_ordered(%x: tensor<4x16xi32>) -> tensor<32x2xi32> {
+  %0 = loom.all_to_all %x on @mesh ["dp", "tp"] as ["tp", "dp"] split 1 concat 0 : tensor<4x16xi32> -> tensor<32x2xi32>
+  return %0 : tensor<32x2xi32>
+}
+
 // CHECK-LABEL: func.func @all_slice(
 // CHECK-SAME:      %[[X:.*]]: tensor<8x16xf16>)
 // CHECK-NEXT:    %[[S:.*]] = loom.all_slice %[[X]] on @mesh ["tp", "dp"] dim 1 : tensor<8x16xf16> -> tensor<8x2xf16>
