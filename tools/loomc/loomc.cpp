@@ -131,6 +131,13 @@ static llvm::cl::opt<std::string> cudaArch(
         " and, through PTX, newer GPUs)"),
     llvm::cl::init(LOOM_CUDA_ARCH), llvm::cl::value_desc("sm_XX"),
     llvm::cl::cat(loomCategory));
+static llvm::cl::opt<bool> sanitize(
+    "sanitize",
+    llvm::cl::desc("With -o and --target=cpu: build the executable and "
+                   "libloomrt under AddressSanitizer and UBSan, so that an "
+                   "access past a buffer or undefined behaviour stops it "
+                   "with a report (slower; for finding faults)"),
+    llvm::cl::cat(loomCategory));
 static llvm::cl::opt<DType> dtypeOverride(
     "dtype", llvm::cl::desc("Widen the model's floating types"),
     llvm::cl::init(DType::Declared),
@@ -248,10 +255,18 @@ static int buildProgram(ModuleOp module) {
             // 1-rank and N-rank programs compute each element alike.
             "-ffp-contract=off", "-fno-math-errno", "-w",
             // Vector exp/log/tanh from glibc's libmvec for the fused loops.
-            "-fveclib=libmvec", "-I", LOOM_RUNTIME_INCLUDE_DIR, "-x", "c++",
-            std::string(source), "-x", "none"};
-    for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
-      args.push_back(library);
+            "-fveclib=libmvec", "-I", LOOM_RUNTIME_INCLUDE_DIR};
+    if (sanitize)
+      for (const char *flag : {LOOM_SANITIZE_FLAGS, "-g"})
+        args.push_back(flag);
+    for (const char *input : {"-x", "c++", source.c_str(), "-x", "none"})
+      args.push_back(input);
+    if (sanitize)
+      for (const char *library : {LOOM_SANITIZED_LINK_LIBRARIES})
+        args.push_back(library);
+    else
+      for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
+        args.push_back(library);
     args.push_back("-lmvec");
   }
   for (const char *extra : {"-lm", "-lpthread", "-o"})
@@ -345,6 +360,19 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (cudaArch.getNumOccurrences() && target != loom::Target::Cuda) {
     llvm::errs() << "loomc: error: --cuda-arch is the GPU of --target=cuda "
                     "programs; add --target=cuda\n";
+    return 1;
+  }
+  if (sanitize && !buildExecutable) {
+    llvm::errs() << "loomc: error: --sanitize is for the executable that -o "
+                    "FILE builds, not for --emit, --explain, --report or "
+                    "--interpret\n";
+    return 1;
+  }
+  if (sanitize && target == loom::Target::Cuda) {
+    llvm::errs() << "loomc: error: --sanitize builds CPU programs only; on a "
+                    "GPU run the program under compute-sanitizer, or the "
+                    "CUDA backend on the CPU with runtime/tools/cuda-on-cpu.py "
+                    "--sanitize\n";
     return 1;
   }
   if (target == loom::Target::Cuda && !checkCudaArch(cudaArch))

@@ -31,6 +31,12 @@ run's bits. With --long, the fast kernels also run with the emulation's
 blocks and threads in reverse order (LOOM_CUDA_ON_CPU_ORDER=reverse), which
 must give their bits.
 
+With --sanitize, the CPU programs (N-rank and 1-rank) are built with
+loomc --sanitize, and with --cuda-on-cpu the CUDA programs with
+cuda-on-cpu.py --sanitize: AddressSanitizer and UBSan stop a program at its
+first finding, which fails the case; the outputs are compared as above (the
+sanitized builds compute the same bits).
+
 A model's renderings for different meshes differ only in their
 annotations, not in what they compute, so one 1-rank build and one
 interpreter run (of the rendering with the most axes) serve every mesh of a
@@ -246,6 +252,7 @@ class Runner:
         self.args = args
         self.refs = Memo()
         self.retried = []  # runs that ended abnormally once (see execute)
+        self.sanitize = ["--sanitize"] if args.sanitize else []
         self.src_root = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.dirname(os.path.abspath(__file__)))))
 
@@ -286,7 +293,7 @@ class Runner:
         run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "--target=cuda",
                      "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
         run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
-                     "--build", obj, "--cxx", self.args.cxx, "--nccl", "model.cu", "model"],
+                     "--build", obj, "--cxx", self.args.cxx, "--nccl", *self.sanitize, "model.cu", "model"],
                     COMPILE_TIMEOUT, directory)
         outputs = {}
         for kernels, env in (("plain", {"LOOMRT_FAST_KERNELS": "0"}), ("fast", {})):
@@ -313,7 +320,7 @@ class Runner:
         os.makedirs(directory, exist_ok=True)
         src = self.source_path(case.ref_source, directory)
         loomc = self.args.loomc
-        run_command([loomc, src, *self.dtype_flags(case), *case.one_flags, "-o", "one"],
+        run_command([loomc, src, *self.dtype_flags(case), *case.one_flags, *self.sanitize, "-o", "one"],
                     COMPILE_TIMEOUT, directory)
         one = self.execute("./one", 1, "one.safetensors", directory)
         run_command([loomc, src, *self.dtype_flags(case), "--interpret", "--seed", str(self.args.seed),
@@ -351,7 +358,8 @@ class Runner:
                                  for p in exact_differences(outputs["reverse"], outputs["fast"])]
                     loopback += "reverse order = thread order exactly; "
             else:
-                run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "-o", "model"],
+                run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, *self.sanitize,
+                             "-o", "model"],
                             COMPILE_TIMEOUT, directory)
                 got = self.execute("./model", case.ranks, "out.safetensors", directory)
                 problems, worst = compare(got, one, case.bf16)
@@ -400,6 +408,9 @@ def main():
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
     parser.add_argument("--cxx", default="clang++", help="the C++ compiler of --cuda-on-cpu")
+    parser.add_argument("--sanitize", action="store_true",
+                        help="build the CPU programs with loomc --sanitize (AddressSanitizer and "
+                             "UBSan: any finding fails the case)")
     args = parser.parse_args()
     long = args.long = args.long or os.environ.get("LOOM_LONG") == "1"
     args.mpirun = os.path.abspath(args.mpirun) if os.path.sep in args.mpirun else args.mpirun
@@ -409,6 +420,12 @@ def main():
 
     if args.cuda_on_cpu:
         args.cuda_on_cpu = os.path.abspath(args.cuda_on_cpu)
+        if args.sanitize:
+            # The emulation's fibers switch stacks, which AddressSanitizer's
+            # fake stacks do not follow.
+            options = os.environ.get("ASAN_OPTIONS", "")
+            os.environ["ASAN_OPTIONS"] = ":".join(
+                o for o in (options, "detect_stack_use_after_return=0") if o)
     cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu)) if args.filter in c.label]
     if args.list:
         for case in cases:
