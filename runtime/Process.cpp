@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -36,12 +37,15 @@
 
 using namespace loomrt;
 
-#if defined(__has_feature)
+#if defined(__SANITIZE_ADDRESS__)
+#define LOOMRT_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define LOOMRT_ADDRESS_SANITIZER 1
 #endif
 #endif
 #ifdef LOOMRT_ADDRESS_SANITIZER
+#include <sanitizer/common_interface_defs.h>
 /// loomc --sanitize: Open MPI keeps thousands of allocations to its exit,
 /// which would bury any report of ours, so leaks are not checked unless
 /// ASAN_OPTIONS asks for them; a finding stops the program with exit 1.
@@ -78,10 +82,14 @@ struct loomrt_ctx {
   };
   std::vector<CollectiveStats> collectives;
   std::vector<Record> collectiveRecords; // kernel = index into collectives
-  /// --profile: the kernel between loomrt_kernel_begin and _end (-1
-  /// outside), and the parts of kernels (ProfiledPart) by kernel and name,
-  /// in first-seen order.
+  /// The kernel between loomrt_kernel_begin and _end (-1 outside): for
+  /// --profile and the fatal-signal report. The parts of kernels
+  /// (ProfiledPart) by kernel and name, in first-seen order.
   int openKernel = -1;
+  /// For the fatal-signal report: the step under way (from 1; 0 before the
+  /// first) and the collective under way (its message text), if any.
+  long stepNumber = 0;
+  const std::string *openCollective = nullptr;
   struct PartStats {
     int kernel;
     std::string name;
@@ -254,7 +262,139 @@ void loomrt::gemmClockStop(loomrt_ctx *rt, double start) {
 // Collectives: named, numbered, then handed to the transport
 //===----------------------------------------------------------------------===//
 
-namespace {} // namespace
+namespace {
+
+/// The rank that this thread runs (one per process under mpirun, one per
+/// thread with --loopback), for the fatal-signal report.
+thread_local loomrt_ctx *runningRank = nullptr;
+const char *programName = "model";
+
+/// Text built without allocating, for a signal handler.
+struct SignalText {
+  char text[2048];
+  size_t size = 0;
+  SignalText &operator<<(const char *part) {
+    while (part && *part && size + 1 < sizeof(text))
+      text[size++] = *part++;
+    return *this;
+  }
+  SignalText &operator<<(long long value) {
+    char digits[24];
+    int n = 0;
+    unsigned long long magnitude =
+        value < 0 ? 0ull - (unsigned long long)value : value;
+    do
+      digits[n++] = char('0' + magnitude % 10);
+    while ((magnitude /= 10) && n < 24);
+    if (value < 0)
+      *this << "-";
+    while (n && size + 1 < sizeof(text))
+      text[size++] = digits[--n];
+    return *this;
+  }
+};
+
+struct sigaction previousActions[NSIG];
+std::atomic<bool> reported{false};
+
+/// Writes which rank, step and op the program stopped in, and why, once.
+/// Async-signal-safe: no allocation, one write.
+void writeStopReport(const char *why) {
+  if (reported.exchange(true))
+    return;
+  SignalText line;
+  line << programName << ": ";
+  loomrt_ctx *rt = runningRank;
+  if (rt) {
+    line << "rank " << (long long)rt->worldRank << " (";
+    for (int a = 0; a < rt->model->num_axes; ++a)
+      line << (a ? ", " : "") << rt->model->axis_names[a] << "="
+           << (long long)rt->coords[size_t(a)];
+    line << "): ";
+  }
+  line << why;
+  if (rt) {
+    if (rt->stepNumber == 0)
+      line << " before the first step";
+    else
+      line << " in step " << (long long)rt->stepNumber;
+    if (rt->openCollective)
+      line << ", in " << rt->openCollective->c_str();
+    else if (rt->openKernel >= 0)
+      line << ", in kernel " << (long long)rt->openKernel << " "
+           << rt->model->kernels[rt->openKernel].op << " at "
+           << rt->model->kernels[rt->openKernel].at;
+  }
+#ifdef LOOMRT_ADDRESS_SANITIZER
+  line << "\n";
+#else
+  line << (deviceOps().hostMemory
+               ? "; a build with loomc --sanitize -o reports the faulting "
+                 "access\n"
+               : "; compute-sanitizer, or the program on the CPU "
+                 "(runtime/tools/cuda-on-cpu.py --sanitize), reports the "
+                 "faulting access\n");
+#endif
+  ssize_t ignored = write(2, line.text, line.size);
+  (void)ignored;
+}
+
+/// Reports a fault, then hands the signal to the handler that was there
+/// before (Open MPI's prints a backtrace) or to the default action, so the
+/// process still ends by it.
+[[maybe_unused]] void reportFatalSignal(int signal) {
+  writeStopReport(
+      signal == SIGSEGV  ? "fatal signal 11 (SIGSEGV, an invalid memory access)"
+      : signal == SIGBUS ? "fatal signal 7 (SIGBUS, an invalid memory access)"
+      : signal == SIGFPE ? "fatal signal 8 (SIGFPE, an arithmetic fault)"
+                         : "fatal signal 4 (SIGILL, an illegal instruction)");
+  sigaction(signal, &previousActions[signal], nullptr);
+  raise(signal);
+}
+
+/// Under loomc --sanitize, the sanitizers catch faults and report the
+/// access; the report of where the program was follows theirs.
+void installFatalSignalReport(const char *program) {
+  programName = program;
+#ifdef LOOMRT_ADDRESS_SANITIZER
+  __sanitizer_set_death_callback([] {
+    writeStopReport("stopped by the sanitizer (its report is above)");
+  });
+#else
+  struct sigaction action = {};
+  action.sa_handler = reportFatalSignal;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    sigaction(signal, &action, &previousActions[signal]);
+#endif
+}
+
+/// For testing the report: LOOMRT_TEST_FAULT="RANK:K" makes that rank
+/// fault at the start of kernel K of its first step, "RANK:#N" at the
+/// start of its collective #N. Read once per process.
+void testFault(loomrt_ctx *rt, int kernel, long collective) {
+  static const struct Fault {
+    int rank = -1;
+    long kernel = -1, collective = -1;
+    Fault() {
+      const char *text = getenv("LOOMRT_TEST_FAULT");
+      if (!text)
+        return;
+      if (sscanf(text, "%d:#%ld", &rank, &collective) == 2)
+        return;
+      collective = -1;
+      if (sscanf(text, "%d:%ld", &rank, &kernel) != 2)
+        rank = -1;
+    }
+  } fault;
+  if (fault.rank != rt->worldRank || rt->stepNumber > 1)
+    return;
+  if ((kernel >= 0 && kernel == fault.kernel) ||
+      (collective >= 0 && collective == fault.collective))
+    raise(SIGSEGV);
+}
+
+} // namespace
 
 namespace {
 
@@ -284,8 +424,10 @@ public:
     if (stall.rank == rt->worldRank && rt->sequence == uint64_t(stall.at))
       usleep(useconds_t(stall.seconds * 1e6));
     std::string kind = std::string(op) + " over " + axesText(rt, axes, numAxes);
-    what = format("collective #%llu %s (%s)",
-                  (unsigned long long)rt->sequence++, kind.c_str(), site);
+    what = format("collective #%llu %s (%s)", (unsigned long long)rt->sequence,
+                  kind.c_str(), site);
+    rt->openCollective = &what;
+    testFault(rt, -1, long(rt->sequence++));
     if (!rt->profiling)
       return;
     size_t i = 0;
@@ -299,6 +441,7 @@ public:
     begin = deviceOps().profileMark();
   }
   ~Collective() {
+    rt->openCollective = nullptr;
     if (rt->profiling)
       rt->collectiveRecords.push_back(
           {index, begin, deviceOps().profileMark()});
@@ -323,17 +466,16 @@ extern "C" int64_t loomrt_group_rank(loomrt_ctx *rt, const int *axes,
 }
 
 extern "C" void loomrt_kernel_begin(loomrt_ctx *rt, int kernel) {
-  if (!rt->profiling)
-    return;
   rt->openKernel = kernel;
-  rt->openMark = deviceOps().profileMark();
+  testFault(rt, kernel, -1);
+  if (rt->profiling)
+    rt->openMark = deviceOps().profileMark();
 }
 
 extern "C" void loomrt_kernel_end(loomrt_ctx *rt, int kernel) {
-  if (!rt->profiling)
-    return;
-  rt->records.push_back({kernel, rt->openMark, deviceOps().profileMark()});
   rt->openKernel = -1;
+  if (rt->profiling)
+    rt->records.push_back({kernel, rt->openMark, deviceOps().profileMark()});
 }
 
 ProfiledPart::ProfiledPart(loomrt_ctx *rt, const char *name)
@@ -1249,6 +1391,10 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   rt->timeout = options.timeout;
   rt->logitsColumns = options.logitsColumns;
   rt->coords = coordinatesOf(*model, rank);
+  struct Running {
+    explicit Running(loomrt_ctx *rt) { runningRank = rt; }
+    ~Running() { runningRank = nullptr; }
+  } running(rt);
   bool leader = rank == 0;
   const DeviceOps &device = deviceOps();
   device.bind(rt, localIndex, options.loopback ? size : 1);
@@ -1308,6 +1454,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   long eagerSteps = 0;
   uint64_t capturedFirst = 0, capturedEnd = 0; // the captured collectives
   auto step = [&] {
+    ++rt->stepNumber;
     uint64_t first = rt->sequence;
     bool graphStep = false;
     if (device.runStep)
@@ -1502,6 +1649,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     MPI_Comm_rank(MPI_COMM_WORLD, &processRank);
     MPI_Comm_size(MPI_COMM_WORLD, &processes);
   }
+  installFatalSignalReport(argv[0]);
   bool leader = processRank == 0;
   auto finish = [&](int code) {
     if (!alone)
