@@ -299,7 +299,7 @@ std::atomic<bool> reported{false};
 
 /// Writes which rank, step and op the program stopped in, and why, once.
 /// Async-signal-safe: no allocation, one write.
-void writeStopReport(const char *why) {
+void writeStopReport(const char *why, bool accessFault) {
   if (reported.exchange(true))
     return;
   SignalText line;
@@ -321,20 +321,22 @@ void writeStopReport(const char *why) {
     if (rt->openCollective)
       line << ", in " << rt->openCollective->c_str();
     else if (rt->openKernel >= 0)
-      line << ", in kernel " << (long long)rt->openKernel << " "
+      line << ", in kernel #" << (long long)(rt->openKernel + 1) << " "
            << rt->model->kernels[rt->openKernel].op << " at "
            << rt->model->kernels[rt->openKernel].at;
   }
 #ifdef LOOMRT_ADDRESS_SANITIZER
-  line << "\n";
-#else
-  line << (deviceOps().hostMemory
-               ? "; a build with loomc --sanitize -o reports the faulting "
-                 "access\n"
-               : "; compute-sanitizer, or the program on the CPU "
-                 "(runtime/tools/cuda-on-cpu.py --sanitize), reports the "
-                 "faulting access\n");
+  accessFault = false;
 #endif
+  if (!accessFault)
+    line << "\n";
+  else
+    line << (deviceOps().hostMemory
+                 ? "; a build with loomc --sanitize -o reports the faulting "
+                   "access\n"
+                 : "; compute-sanitizer, or the program on the CPU "
+                   "(runtime/tools/cuda-on-cpu.py --sanitize), reports the "
+                   "faulting access\n");
   ssize_t ignored = write(2, line.text, line.size);
   (void)ignored;
 }
@@ -347,7 +349,10 @@ void writeStopReport(const char *why) {
       signal == SIGSEGV  ? "fatal signal 11 (SIGSEGV, an invalid memory access)"
       : signal == SIGBUS ? "fatal signal 7 (SIGBUS, an invalid memory access)"
       : signal == SIGFPE ? "fatal signal 8 (SIGFPE, an arithmetic fault)"
-                         : "fatal signal 4 (SIGILL, an illegal instruction)");
+      : signal == SIGABRT
+          ? "fatal signal 6 (SIGABRT, the program aborted: a failed check)"
+          : "fatal signal 4 (SIGILL, an illegal instruction)",
+      signal != SIGABRT);
   sigaction(signal, &previousActions[signal], nullptr);
   raise(signal);
 }
@@ -358,28 +363,32 @@ void installFatalSignalReport(const char *program) {
   programName = program;
 #ifdef LOOMRT_ADDRESS_SANITIZER
   __sanitizer_set_death_callback([] {
-    writeStopReport("stopped by the sanitizer (its report is above)");
+    writeStopReport("stopped by the sanitizer (its report is above)", false);
   });
 #else
   struct sigaction action = {};
   action.sa_handler = reportFatalSignal;
   sigemptyset(&action.sa_mask);
-  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
     sigaction(signal, &action, &previousActions[signal]);
 #endif
 }
 
 /// For testing the report: LOOMRT_TEST_FAULT="RANK:K" makes that rank
-/// fault at the start of kernel K of its first step, "RANK:#N" at the
-/// start of its collective #N. Read once per process.
+/// fault (SIGSEGV) at the start of kernel #K (numbered from 1, as
+/// --profile numbers them) of its first step, "RANK:#N"
+/// at the start of its collective #N; ":abort" after either aborts
+/// instead (SIGABRT). Read once per process.
 void testFault(loomrt_ctx *rt, int kernel, long collective) {
   static const struct Fault {
-    int rank = -1;
+    int rank = -1, signal = SIGSEGV;
     long kernel = -1, collective = -1;
     Fault() {
       const char *text = getenv("LOOMRT_TEST_FAULT");
       if (!text)
         return;
+      if (strstr(text, ":abort"))
+        signal = SIGABRT;
       if (sscanf(text, "%d:#%ld", &rank, &collective) == 2)
         return;
       collective = -1;
@@ -389,9 +398,9 @@ void testFault(loomrt_ctx *rt, int kernel, long collective) {
   } fault;
   if (fault.rank != rt->worldRank || rt->stepNumber > 1)
     return;
-  if ((kernel >= 0 && kernel == fault.kernel) ||
+  if ((kernel >= 0 && kernel + 1 == fault.kernel) ||
       (collective >= 0 && collective == fault.collective))
-    raise(SIGSEGV);
+    raise(fault.signal);
 }
 
 } // namespace
