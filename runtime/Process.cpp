@@ -86,9 +86,11 @@ struct loomrt_ctx {
   /// --profile and the fatal-signal report. The parts of kernels
   /// (ProfiledPart) by kernel and name, in first-seen order.
   int openKernel = -1;
-  /// For the fatal-signal report: the step under way (from 1; 0 before the
-  /// first) and the collective under way (its message text), if any.
+  /// For the fatal-signal report: the last step begun (from 1; 0 before the
+  /// first), whether it is still under way, and the collective under way
+  /// (its message text), if any.
   long stepNumber = 0;
+  bool inStep = false;
   const std::string *openCollective = nullptr;
   struct PartStats {
     int kernel;
@@ -306,18 +308,19 @@ void writeStopReport(const char *why, bool accessFault) {
   line << programName << ": ";
   loomrt_ctx *rt = runningRank;
   if (rt) {
-    line << "rank " << (long long)rt->worldRank << " (";
+    line << "rank " << (long long)rt->worldRank;
     for (int a = 0; a < rt->model->num_axes; ++a)
-      line << (a ? ", " : "") << rt->model->axis_names[a] << "="
+      line << (a ? ", " : " (") << rt->model->axis_names[a] << "="
            << (long long)rt->coords[size_t(a)];
-    line << "): ";
+    line << (rt->model->num_axes ? "): " : ": ");
   }
   line << why;
   if (rt) {
     if (rt->stepNumber == 0)
       line << " before the first step";
     else
-      line << " in step " << (long long)rt->stepNumber;
+      line << (rt->inStep ? " in step " : " after step ")
+           << (long long)rt->stepNumber;
     if (rt->openCollective)
       line << ", in " << rt->openCollective->c_str();
     else if (rt->openKernel >= 0)
@@ -377,18 +380,26 @@ void installFatalSignalReport(const char *program) {
 /// For testing the report: LOOMRT_TEST_FAULT="RANK:K" makes that rank
 /// fault (SIGSEGV) at the start of kernel #K (numbered from 1, as
 /// --profile numbers them) of its first step, "RANK:#N"
-/// at the start of its collective #N; ":abort" after either aborts
-/// instead (SIGABRT). Read once per process.
+/// at the start of its collective #N, "RANK:after" after its last step;
+/// ":abort" after any of them aborts instead (SIGABRT). Read once per
+/// process. `kernel` -2 marks the end of the steps.
 void testFault(loomrt_ctx *rt, int kernel, long collective) {
   static const struct Fault {
     int rank = -1, signal = SIGSEGV;
     long kernel = -1, collective = -1;
+    bool afterSteps = false;
     Fault() {
       const char *text = getenv("LOOMRT_TEST_FAULT");
       if (!text)
         return;
       if (strstr(text, ":abort"))
         signal = SIGABRT;
+      char after[6] = {};
+      if (sscanf(text, "%d:%5[a-z]", &rank, after) == 2 &&
+          !strcmp(after, "after")) {
+        afterSteps = true;
+        return;
+      }
       if (sscanf(text, "%d:#%ld", &rank, &collective) == 2)
         return;
       collective = -1;
@@ -396,9 +407,10 @@ void testFault(loomrt_ctx *rt, int kernel, long collective) {
         rank = -1;
     }
   } fault;
-  if (fault.rank != rt->worldRank || rt->stepNumber > 1)
+  if (fault.rank != rt->worldRank || (rt->stepNumber > 1 && kernel != -2))
     return;
   if ((kernel >= 0 && kernel + 1 == fault.kernel) ||
+      (kernel == -2 && fault.afterSteps) ||
       (collective >= 0 && collective == fault.collective))
     raise(fault.signal);
 }
@@ -1464,6 +1476,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
   uint64_t capturedFirst = 0, capturedEnd = 0; // the captured collectives
   auto step = [&] {
     ++rt->stepNumber;
+    rt->inStep = true;
     uint64_t first = rt->sequence;
     bool graphStep = false;
     if (device.runStep)
@@ -1494,6 +1507,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     device.synchronize();
     if (device.afterStep)
       device.afterStep(rt);
+    rt->inStep = false;
     for (const loomrt_ctx::Record &record : rt->records) {
       rt->kernelSeconds[size_t(record.kernel)] +=
           device.profileSeconds(record.begin, record.end);
@@ -1528,6 +1542,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     stepSeconds.push_back(now() - start);
     gemmTotal += rt->gemmSeconds;
   }
+  testFault(rt, -2, -1);
   if (device.endSteps)
     device.endSteps();
   if (deviceArena != arena)

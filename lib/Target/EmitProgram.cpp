@@ -150,6 +150,10 @@ private:
   /// loomrt_kernel_begin/end, which time it under --profile.
   std::vector<KernelInfo> kernels;
   llvm::DenseMap<Operation *, int> kernelIndex;
+  /// The first value the code addressed that has no place in the arena (a
+  /// plan that does not cover the program): an internal error, never code
+  /// that would address memory before the arena.
+  Value unplaced;
 
   raw_ostream &line() { return bodyOs.indent(2 * indent); }
   std::string fresh(StringRef prefix) {
@@ -217,6 +221,8 @@ private:
 
   std::string pointer(Value value) {
     ArenaAddress address = arenaAddress(value);
+    if (address.offset < 0 && !unplaced)
+      unplaced = value;
     std::string text = "(arena + " + std::to_string(address.offset) + ")";
     for (auto &[repeat, bytes] : address.steps)
       text = "(" + text + " + " + loopVariables.lookup(repeat) + " * " +
@@ -1665,6 +1671,12 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
     kernelIndex[kernel.op] = int(index);
   if (failed(emitBlock(model.getBody().front())))
     return failure();
+  if (unplaced) {
+    Operation *owner = unplaced.getDefiningOp();
+    return fail(owner ? owner : model.getOperation(),
+                "internal error: a value the code reads or writes has no "
+                "place in the memory plan");
+  }
 
   // A newline in the path would end these comments.
   std::string printableSource = printableText(source);

@@ -68,14 +68,20 @@ SmallVector<int64_t> loom::stridesInBuffer(Value value) {
   return computeStrides(shape);
 }
 
+/// Contractions read each operand through its strides (a GEMM's
+/// descriptor). loom.batched_einsum counts too: it replaces matmuls and
+/// einsums after the memory plan, which must not turn their operands' views
+/// back into values that need a buffer of their own.
+static bool readsOperandsThroughStrides(Operation *user) {
+  return isa<loom::MatmulOp, loom::EinsumOp, loom::BatchedEinsumOp>(user);
+}
+
 Operation *loom::storageTranspose(Value value) {
   if (!value.getDefiningOp<AttentionOp>() || !value.hasOneUse())
     return nullptr;
   auto transpose = dyn_cast<TransposeOp>(*value.getUsers().begin());
   if (!transpose || transpose->use_empty() ||
-      !llvm::all_of(transpose->getUsers(), [](Operation *user) {
-        return isa<MatmulOp, EinsumOp>(user);
-      }))
+      !llvm::all_of(transpose->getUsers(), readsOperandsThroughStrides))
     return nullptr;
   // Attention writes its [..., s, f] rows through strides: f must stay
   // last and the outer batch dimensions must merge.
@@ -116,7 +122,7 @@ bool loom::isTransposeView(Operation *op) {
     return false;
   Value result = op->getResult(0);
   return llvm::all_of(op->getUsers(), [&](Operation *user) {
-    if (isa<MatmulOp, EinsumOp>(user))
+    if (readsOperandsThroughStrides(user))
       return true;
     // Its product's operands are read as a contraction's.
     if (auto stats = dyn_cast<LogitsStatsOp>(user))
