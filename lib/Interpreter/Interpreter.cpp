@@ -129,19 +129,47 @@ double unary(Operation *op, double x) {
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
-double binary(Operation *op, double a, double b, bool integer) {
-  if (integer) {
+/// Integers are held as doubles, exact within 2^53 (every i32 is). Integer
+/// ops compute in int64 with wraparound and wrap to the element's width
+/// before the result becomes a double again, so i32 results are exact
+/// however far their unwrapped values go; an i64 result that no double
+/// holds exactly (beyond 2^53, with more significant bits than a double
+/// has) sets `inexactInteger`, which fails the op.
+bool inexactInteger = false;
+
+double integerValue(Type element, int64_t x) {
+  if (element.isInteger(32))
+    return double(int32_t(uint32_t(uint64_t(x))));
+  double held = double(x);
+  // 2^63 itself is not an int64: the conversion back would be undefined.
+  if (held >= 0x1p63 || int64_t(held) != x)
+    inexactInteger = true;
+  return held;
+}
+
+double integerProduct(Type element, double a, double b) {
+  return integerValue(element,
+                      int64_t(uint64_t(int64_t(a)) * uint64_t(int64_t(b))));
+}
+
+double integerSum(Type element, double a, double b) {
+  return integerValue(element,
+                      int64_t(uint64_t(int64_t(a)) + uint64_t(int64_t(b))));
+}
+
+double binary(Operation *op, double a, double b, Type element) {
+  if (element.isInteger()) {
     int64_t x = int64_t(a), y = int64_t(b);
     if (isa<AddOp>(op))
-      return double(int64_t(uint64_t(x) + uint64_t(y)));
+      return integerSum(element, a, b);
     if (isa<SubOp>(op))
-      return double(int64_t(uint64_t(x) - uint64_t(y)));
+      return integerValue(element, int64_t(uint64_t(x) - uint64_t(y)));
     if (isa<MulOp>(op))
-      return double(int64_t(uint64_t(x) * uint64_t(y)));
+      return integerProduct(element, a, b);
     // The most negative i64 over -1 wraps to itself (x86 traps on it).
     if (y == -1)
-      return double(int64_t(0 - uint64_t(x)));
-    return y == 0 ? 0.0 : double(x / y);
+      return integerValue(element, int64_t(0 - uint64_t(x)));
+    return y == 0 ? 0.0 : integerValue(element, x / y);
   }
   if (isa<AddOp>(op))
     return a + b;
@@ -331,7 +359,12 @@ LogicalResult Interpreter::loadArguments() {
         break;
       default:
         memcpy(&i64, p, 8);
-        t.values[i] = double(i64);
+        t.values[i] = integerValue(t.element, i64);
+        if (inexactInteger)
+          return model.emitError()
+                 << "--interpret: " << name << " holds " << i64
+                 << ", which the interpreter (integers held as doubles) "
+                    "cannot hold exactly";
       }
     }
     values[argument] = std::move(t);
@@ -373,16 +406,13 @@ LogicalResult Interpreter::einsum(Operation *op, StringRef spec,
       int64_t linear = 0;
       for (auto [d, c] : llvm::enumerate(inLetters[i]))
         linear += at(c) * strides[d];
-      term = integer ? double(int64_t(uint64_t(int64_t(term)) *
-                                      uint64_t(int64_t(t.values[linear]))))
+      term = integer ? integerProduct(out.element, term, t.values[linear])
                      : term * t.values[linear];
     }
     int64_t o = 0;
     for (auto [d, c] : llvm::enumerate(outLetters))
       o += at(c) * outStrides[d];
-    acc[o] = integer ? double(int64_t(uint64_t(int64_t(acc[o])) +
-                                      uint64_t(int64_t(term))))
-                     : acc[o] + term;
+    acc[o] = integer ? integerSum(out.element, acc[o], term) : acc[o] + term;
   }
   for (int64_t i = 0; i < out.size(); ++i)
     out.values[i] = roundTo(out.element, acc[i]);
@@ -403,7 +433,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
         t.values[i++] = x.convertToDouble();
     else
       for (APInt x : dense.getValues<APInt>())
-        t.values[i++] = double(x.getSExtValue());
+        t.values[i++] = integerValue(t.element, x.getSExtValue());
     values[constant.getResult()] = std::move(t);
     return success();
   }
@@ -414,12 +444,11 @@ LogicalResult Interpreter::runOp(Operation *op) {
   if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
     const Tensor &a = get(op->getOperand(0)), &b = get(op->getOperand(1));
     Tensor out = makeTensor(op->getResult(0));
-    bool integer = out.element.isInteger();
     for (int64_t i = 0; i < out.size(); ++i) {
       SmallVector<int64_t> index = unravel(i, out.shape);
       out.values[i] = roundTo(
           out.element, binary(op, a.values[broadcastIndex(index, a)],
-                              b.values[broadcastIndex(index, b)], integer));
+                              b.values[broadcastIndex(index, b)], out.element));
     }
     values[op->getResult(0)] = std::move(out);
     return success();
@@ -431,8 +460,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
     for (int64_t i = 0; i < out.size(); ++i)
       out.values[i] =
           out.element.isInteger()
-              ? roundTo(out.element,
-                        double(int64_t(0 - uint64_t(int64_t(x.values[i])))))
+              ? integerValue(out.element,
+                             int64_t(0 - uint64_t(int64_t(x.values[i]))))
               : roundTo(out.element, unary(op, x.values[i]));
     values[op->getResult(0)] = std::move(out);
     return success();
@@ -473,15 +502,12 @@ LogicalResult Interpreter::runOp(Operation *op) {
       };
       double acc = 0.0;
       for (int64_t kk = 0; kk < k; ++kk) {
-        double term =
-            integer ? double(int64_t(
-                          uint64_t(int64_t(element(a, index[rank - 2], kk))) *
-                          uint64_t(int64_t(element(b, kk, index[rank - 1])))))
-                    : element(a, index[rank - 2], kk) *
-                          element(b, kk, index[rank - 1]);
-        acc = integer ? double(int64_t(uint64_t(int64_t(acc)) +
-                                       uint64_t(int64_t(term))))
-                      : acc + term;
+        double term = integer ? integerProduct(out.element,
+                                               element(a, index[rank - 2], kk),
+                                               element(b, kk, index[rank - 1]))
+                              : element(a, index[rank - 2], kk) *
+                                    element(b, kk, index[rank - 1]);
+        acc = integer ? integerSum(out.element, acc, term) : acc + term;
       }
       (void)m;
       (void)n;
@@ -762,9 +788,15 @@ LogicalResult Interpreter::runOp(Operation *op) {
 }
 
 LogicalResult Interpreter::runBlock(Block &block) {
-  for (Operation &op : block)
+  for (Operation &op : block) {
     if (failed(runOp(&op)))
       return failure();
+    if (inexactInteger)
+      return fail(&op, "an i64 result that the interpreter (integers held as "
+                       "doubles) cannot hold exactly: beyond 2^53 in "
+                       "magnitude, with more significant bits than a double "
+                       "has; the compiled program computes it");
+  }
   return success();
 }
 
