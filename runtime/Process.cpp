@@ -270,6 +270,9 @@ namespace {
 /// thread with --loopback), for the fatal-signal report.
 thread_local loomrt_ctx *runningRank = nullptr;
 const char *programName = "model";
+/// Whether the step runs in host memory (the CPU backend), read once when
+/// the report is installed: a signal handler must not build deviceOps().
+bool hostMemoryBackend = true;
 
 /// Text built without allocating, for a signal handler.
 struct SignalText {
@@ -334,7 +337,7 @@ void writeStopReport(const char *why, bool accessFault) {
   if (!accessFault)
     line << "\n";
   else
-    line << (deviceOps().hostMemory
+    line << (hostMemoryBackend
                  ? "; a build with loomc --sanitize -o reports the faulting "
                    "access\n"
                  : "; compute-sanitizer, or the program on the CPU "
@@ -364,6 +367,7 @@ void writeStopReport(const char *why, bool accessFault) {
 /// access; the report of where the program was follows theirs.
 void installFatalSignalReport(const char *program) {
   programName = program;
+  hostMemoryBackend = deviceOps().hostMemory;
 #ifdef LOOMRT_ADDRESS_SANITIZER
   __sanitizer_set_death_callback([] {
     writeStopReport("stopped by the sanitizer (its report is above)", false);

@@ -52,6 +52,24 @@ SmallVector<int64_t> unravel(int64_t index, ArrayRef<int64_t> shape) {
   return out;
 }
 
+/// Integers are held as doubles, exact within 2^53 (every i32 is). Integer
+/// ops compute in int64 with wraparound and wrap to the element's width
+/// before the result becomes a double again, so i32 results are exact
+/// however far their unwrapped values go; an i64 result that no double
+/// holds exactly (beyond 2^53, with more significant bits than a double
+/// has) sets `inexactInteger`, which fails the op.
+bool inexactInteger = false;
+
+double integerValue(Type element, int64_t x) {
+  if (element.isInteger(32))
+    return double(int32_t(uint32_t(uint64_t(x))));
+  double held = double(x);
+  // 2^63 itself is not an int64: the conversion back would be undefined.
+  if (held >= 0x1p63 || int64_t(held) != x)
+    inexactInteger = true;
+  return held;
+}
+
 /// Rounds to the element type, as each op does once at its result.
 double roundTo(Type element, double x) {
   if (element.isF32())
@@ -61,7 +79,7 @@ double roundTo(Type element, double x) {
   if (element.isF16())
     return loomrt_f16_to_f32(loomrt_f32_to_f16(float(x)));
   if (element.isInteger(32))
-    return double(int32_t(uint32_t(uint64_t(int64_t(x)))));
+    return integerValue(element, int64_t(x));
   return x;
 }
 
@@ -127,24 +145,6 @@ double unary(Operation *op, double x) {
            (1.0 +
             std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-}
-
-/// Integers are held as doubles, exact within 2^53 (every i32 is). Integer
-/// ops compute in int64 with wraparound and wrap to the element's width
-/// before the result becomes a double again, so i32 results are exact
-/// however far their unwrapped values go; an i64 result that no double
-/// holds exactly (beyond 2^53, with more significant bits than a double
-/// has) sets `inexactInteger`, which fails the op.
-bool inexactInteger = false;
-
-double integerValue(Type element, int64_t x) {
-  if (element.isInteger(32))
-    return double(int32_t(uint32_t(uint64_t(x))));
-  double held = double(x);
-  // 2^63 itself is not an int64: the conversion back would be undefined.
-  if (held >= 0x1p63 || int64_t(held) != x)
-    inexactInteger = true;
-  return held;
 }
 
 double integerProduct(Type element, double a, double b) {
@@ -361,7 +361,7 @@ LogicalResult Interpreter::loadArguments() {
         memcpy(&i64, p, 8);
         t.values[i] = integerValue(t.element, i64);
         if (inexactInteger)
-          return model.emitError()
+          return mlir::emitError(argument.getLoc())
                  << "--interpret: " << name << " holds " << i64
                  << ", which the interpreter (integers held as doubles) "
                     "cannot hold exactly";
