@@ -33,6 +33,7 @@
 #include <thread>
 #include <time.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using namespace loomrt;
@@ -385,8 +386,9 @@ void installFatalSignalReport(const char *program) {
 /// fault (SIGSEGV) at the start of kernel #K (numbered from 1, as
 /// --profile numbers them) of its first step, "RANK:#N"
 /// at the start of its collective #N, "RANK:after" after its last step;
-/// ":abort" after any of them aborts instead (SIGABRT). Read once per
-/// process. `kernel` -2 marks the end of the steps.
+/// ":abort", ":bus", ":fpe" or ":ill" after any of them raises SIGABRT,
+/// SIGBUS, SIGFPE or SIGILL instead. Read once per process. `kernel` -2
+/// marks the end of the steps.
 void testFault(loomrt_ctx *rt, int kernel, long collective) {
   static const struct Fault {
     int rank = -1, signal = SIGSEGV;
@@ -396,8 +398,11 @@ void testFault(loomrt_ctx *rt, int kernel, long collective) {
       const char *text = getenv("LOOMRT_TEST_FAULT");
       if (!text)
         return;
-      if (strstr(text, ":abort"))
-        signal = SIGABRT;
+      for (auto [suffix, raised] :
+           {std::pair{":abort", SIGABRT}, std::pair{":bus", SIGBUS},
+            std::pair{":fpe", SIGFPE}, std::pair{":ill", SIGILL}})
+        if (strstr(text, suffix))
+          signal = raised;
       char after[6] = {};
       if (sscanf(text, "%d:%5[a-z]", &rank, after) == 2 &&
           !strcmp(after, "after")) {

@@ -1,0 +1,126 @@
+//===- EmitProgramTest.cpp - The code generator's own checks --------------===//
+//
+// Part of the Loom project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The code generator addresses every value at its arena offset from the
+// memory plan. A value the plan left out (a pass that forgot one) must be an
+// error at its op, never code that addresses memory before the arena (offset
+// -1): that was a wrong product and a corrupted heap once (batched-transposes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/IR/LoomOps.h"
+#include "loom/Frontend/Frontend.h"
+#include "loom/Pipelines/Pipelines.h"
+#include "loom/Target/Target.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+#include "gtest/gtest.h"
+
+#include <string>
+
+using namespace mlir;
+
+namespace {
+
+constexpr const char *kModel = R"(mesh m = [tp: 2]
+model Tiny(x: f32[4, 8], w: f32[8, 6:tp]) -> (y: f32[4, 6:tp]) {
+  p = x @ w
+  return p * 2.0
+}
+)";
+
+class EmitProgramTest : public ::testing::Test {
+protected:
+  EmitProgramTest() {
+    context.loadDialect<loom::LoomDialect, func::FuncDialect>();
+  }
+
+  /// The model above, compiled up to code generation (partitioned and
+  /// planned), or null with the failure recorded.
+  OwningOpRef<ModuleOp> planned() {
+    SmallString<128> path;
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("emit-program", "loom", fd, path)) {
+      ADD_FAILURE() << "cannot create a temporary file";
+      return {};
+    }
+    {
+      llvm::raw_fd_ostream file(fd, /*shouldClose=*/true);
+      file << kModel;
+    }
+    loom::FrontendOptions options;
+    FailureOr<loom::Program> program =
+        loom::loadProgram(context, sourceMgr, path, options);
+    llvm::sys::fs::remove(path);
+    if (failed(program)) {
+      ADD_FAILURE() << "the model does not parse: " << diagnostics;
+      return {};
+    }
+    OwningOpRef<ModuleOp> module =
+        loom::generateModule(context, sourceMgr, *program, options);
+    PassManager pm(&context);
+    loom::buildPlanPipeline(pm);
+    if (!module || failed(pm.run(*module))) {
+      ADD_FAILURE() << "the model does not compile: " << diagnostics;
+      return {};
+    }
+    return module;
+  }
+
+  MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  std::string diagnostics;
+  ScopedDiagnosticHandler collect{&context, [this](Diagnostic &diag) {
+                                    llvm::raw_string_ostream os(diagnostics);
+                                    os << diag.getLocation() << ": "
+                                       << diag.str() << "\n";
+                                    return success();
+                                  }};
+};
+
+TEST_F(EmitProgramTest, AValueWithoutAPlaceIsAnInternalErrorAtItsOp) {
+  for (loom::Target target : {loom::Target::Cpu, loom::Target::Cuda}) {
+    OwningOpRef<ModuleOp> module = planned();
+    ASSERT_TRUE(module);
+    std::string code;
+    llvm::raw_string_ostream os(code);
+    // The plan as made is emitted, and the product is addressed in it.
+    ASSERT_TRUE(succeeded(loom::emitProgram(*module, "tiny.loom", target, os)))
+        << diagnostics;
+    EXPECT_EQ(code.find("arena + -"), std::string::npos);
+
+    // With the product marked as the plan marks a view (offset -1, no
+    // buffer of its own) though its readers cannot read it in place, the
+    // emitter refuses the program.
+    Operation *product = nullptr;
+    module->walk([&](Operation *op) {
+      if (!product && (isa<loom::MatmulOp>(op) || isa<loom::EinsumOp>(op)) &&
+          op->hasAttr(loom::LoomDialect::kOffsetsAttrName))
+        product = op;
+    });
+    ASSERT_NE(product, nullptr);
+    product->setAttr(loom::LoomDialect::kOffsetsAttrName,
+                     DenseI64ArrayAttr::get(&context, {-1}));
+    code.clear();
+    diagnostics.clear();
+    EXPECT_TRUE(failed(loom::emitProgram(*module, "tiny.loom", target, os)));
+    EXPECT_EQ(code, "") << "no code for a program the plan does not cover";
+    std::string expected =
+        std::string("cannot generate ") +
+        (target == loom::Target::Cuda ? "CUDA" : "CPU") +
+        " code: internal error: a value the code reads or writes has no "
+        "place in the memory plan";
+    EXPECT_NE(diagnostics.find(expected), std::string::npos) << diagnostics;
+    // At the product's line in the source (`p = x @ w`).
+    EXPECT_NE(diagnostics.find(":3:"), std::string::npos) << diagnostics;
+  }
+}
+
+} // namespace
