@@ -850,6 +850,13 @@ const char *kUsage =
     "                           on first use and keep the fastest that gives "
     "its first\n"
     "                           choice's bits (a note on stderr per GEMM)\n"
+    "  LOOMRT_GEMM_EPILOGUE=1   CUDA, an experiment: gelu(x @ w + b, "
+    "approximate =\n"
+    "                           \"tanh\") as one cuBLASLt GEMM with its "
+    "GELU_BIAS epilogue\n"
+    "                           (the sum and GELU in f32, rounded once; a "
+    "note on stderr\n"
+    "                           per GEMM) instead of a GEMM and a kernel\n"
     "  LOOMRT_LOGITS_COLUMNS=N  the vocabulary columns of each block of a "
     "cross-entropy's\n"
     "                           logits (default: 32 MiB of them on a CPU; on "
@@ -1048,8 +1055,8 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   // On/off switches take 0 or 1 only, so that "false" or "off" is never
   // taken for on (nor, before, LOOMRT_PACK_GEMMS=0 for on).
-  for (const char *name :
-       {"LOOMRT_FAST_KERNELS", "LOOMRT_GEMM_TUNE", "LOOMRT_PACK_GEMMS"}) {
+  for (const char *name : {"LOOMRT_FAST_KERNELS", "LOOMRT_GEMM_TUNE",
+                           "LOOMRT_PACK_GEMMS", "LOOMRT_GEMM_EPILOGUE"}) {
     const char *value = getenv(name);
     if (value && *value && strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
       error = std::string(name) + " must be 0 or 1, not '" + value + "'";

@@ -150,6 +150,11 @@ private:
   /// loomrt_kernel_begin/end, which time it under --profile.
   std::vector<KernelInfo> kernels;
   llvm::DenseMap<Operation *, int> kernelIndex;
+  /// Fusion groups `gelu(product + bias, approximate = "tanh")` whose
+  /// product asked loomrt_contract_bias_gelu to apply them in the GEMM's
+  /// epilogue: each group's kernel runs only where that call says it did
+  /// not (the name of its flag).
+  llvm::DenseMap<Operation *, std::string> epilogueFlags;
   /// The first value the code addressed that has no place in the arena (a
   /// plan that does not cover the program): an internal error, never code
   /// that would address memory before the arena.
@@ -896,10 +901,103 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 // Contractions
 //===----------------------------------------------------------------------===//
 
+/// The fusion group that is the one reader of `product` when it computes
+/// gelu(product + bias, approximate = "tanh") with `bias` a contiguous
+/// vector along the product's last dimension, all of one float type and
+/// laid out row-major: what cuBLASLt's GELU_BIAS epilogue computes (in f32,
+/// rounded once). Null otherwise.
+static FusedOp biasGeluReader(Value product, Value &bias) {
+  if (!product.hasOneUse())
+    return nullptr;
+  auto fused = dyn_cast<FusedOp>(*product.getUsers().begin());
+  if (!fused || fused->getBlock() != product.getParentBlock())
+    return nullptr;
+  Block &body = fused.getBody().front();
+  auto ops = body.without_terminator();
+  if (std::distance(ops.begin(), ops.end()) != 2)
+    return nullptr;
+  auto add = dyn_cast<AddOp>(&*ops.begin());
+  auto gelu = dyn_cast<GeluOp>(&*std::next(ops.begin()));
+  if (!add || !gelu || gelu.getInput() != add.getResult() ||
+      gelu.getApproximate() != GeluApproximation::Tanh ||
+      body.getTerminator()->getOperand(0) != gelu.getResult())
+    return nullptr;
+  auto productArg = dyn_cast<BlockArgument>(add.getLhs());
+  auto biasArg = dyn_cast<BlockArgument>(add.getRhs());
+  if (productArg && biasArg &&
+      fused.getInputs()[biasArg.getArgNumber()] == product)
+    std::swap(productArg, biasArg);
+  if (!productArg || !biasArg ||
+      fused.getInputs()[productArg.getArgNumber()] != product)
+    return nullptr;
+  bias = fused.getInputs()[biasArg.getArgNumber()];
+  RankedTensorType productType = tensorType(product),
+                   biasType = tensorType(bias),
+                   resultType = tensorType(fused.getResult());
+  Type element = productType.getElementType();
+  auto rowMajor = [](Value value) {
+    ArrayRef<int64_t> shape = tensorType(value).getShape();
+    SmallVector<int64_t> strides = stridesInBuffer(value);
+    int64_t expected = 1;
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (shape[d] != 1 && strides[d] != expected)
+        return false;
+      expected *= shape[d];
+    }
+    return true;
+  };
+  if (!isFloat(element) || productType.getRank() < 1 ||
+      biasType.getElementType() != element ||
+      resultType.getElementType() != element ||
+      resultType.getShape() != productType.getShape() ||
+      biasType.getRank() != 1 ||
+      biasType.getDimSize(0) != productType.getShape().back() ||
+      !rowMajor(product) || !rowMajor(bias) || !rowMajor(fused.getResult()))
+    return nullptr;
+  return fused;
+}
+
+/// The arena's bytes [begin, end) that `value` occupies over every
+/// iteration of the repeats around it.
+static std::pair<int64_t, int64_t> arenaRange(Value value) {
+  ArenaAddress address = arenaAddress(value);
+  int64_t end = address.offset + address.bufferBytes;
+  for (auto &[repeat, bytes] : address.steps)
+    end += bytes * (cast<RepeatOp>(repeat).getCount() - 1);
+  return {address.offset, end};
+}
+
+static bool overlap(Value x, Value y) {
+  auto [xBegin, xEnd] = arenaRange(x);
+  auto [yBegin, yEnd] = arenaRange(y);
+  return xBegin < yEnd && yBegin < xEnd;
+}
+
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
   std::string name =
       contractionDescriptor(a, b, tensorType(out), stridesInBuffer(out), spec);
+  Value bias;
+  FusedOp reader =
+      target == Target::Cuda && b ? biasGeluReader(out, bias) : FusedOp();
+  // The epilogue writes the group's result while the GEMM reads its
+  // operands, whose places the plan may give the result once they are dead.
+  Value result = reader ? reader.getResult() : Value();
+  if (reader && !overlap(result, a) && !overlap(result, b) &&
+      !overlap(result, bias)) {
+    // Numbered apart from fresh() names, so that other names stay as they
+    // are with or without the epilogue.
+    std::string flag = "epilogue" + std::to_string(epilogueFlags.size());
+    epilogueFlags[reader] = flag;
+    line() << "const int " << flag << " = loomrt_contract_bias_gelu(rt, &"
+           << name << ", " << pointer(a) << ", " << pointer(b) << ", "
+           << pointer(out) << ", " << pointer(bias) << ", "
+           << tensorType(bias).getDimSize(0) << ", " << pointer(result)
+           << "); // " << op->getName() << " at "
+           << formatSourceLoc(op->getLoc()) << ", with the bias and GELU at "
+           << formatSourceLoc(reader->getLoc()) << "\n";
+    return success();
+  }
   line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "
          << (b ? pointer(b) : "nullptr") << ", " << pointer(out) << "); // "
          << op->getName() << " at " << formatSourceLoc(op->getLoc()) << "\n";
@@ -1508,6 +1606,12 @@ SmallVector<std::string> ProgramEmitter::openInputScope(StringRef where,
 
 LogicalResult ProgramEmitter::emitBlock(Block &block) {
   for (Operation &op : block) {
+    // (A copy: emitting the op may add flags and move the map's entries.)
+    std::string flag = epilogueFlags.lookup(&op);
+    if (!flag.empty()) {
+      line() << "if (!" << flag << ") { // not in the GEMM's epilogue\n";
+      ++indent;
+    }
     auto kernel = kernelIndex.find(&op);
     if (kernel != kernelIndex.end())
       line() << "loomrt_kernel_begin(rt, " << kernel->second << ");\n";
@@ -1515,6 +1619,10 @@ LogicalResult ProgramEmitter::emitBlock(Block &block) {
       return failure();
     if (kernel != kernelIndex.end())
       line() << "loomrt_kernel_end(rt, " << kernel->second << ");\n";
+    if (!flag.empty()) {
+      --indent;
+      line() << "}\n";
+    }
   }
   return success();
 }

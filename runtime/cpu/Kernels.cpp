@@ -437,6 +437,17 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   gemmClockStop(rt, start);
 }
 
+/// The CPU's GEMMs have no epilogue: the generated code applies the bias
+/// and the GELU, rounding at each op as the interpreter does.
+extern "C" int loomrt_contract_bias_gelu(loomrt_ctx *rt,
+                                         const loomrt_contraction *c,
+                                         const void *a, const void *b,
+                                         void *product, const void *, int64_t,
+                                         void *) {
+  loomrt_contract(rt, c, a, b, product);
+  return 0;
+}
+
 extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
                               void *out, int rank, const int64_t *shape,
                               uint32_t mask, double scale) {

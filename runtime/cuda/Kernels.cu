@@ -169,6 +169,14 @@ bool fastKernels() {
   return fast;
 }
 
+/// Whether gelu(x @ w + b, approximate = "tanh") runs as one GEMM with
+/// cuBLASLt's GELU_BIAS epilogue (LOOMRT_GEMM_EPILOGUE=1, an experiment:
+/// docs/running.md, section 8) instead of a GEMM and a kernel.
+bool gemmEpilogue() {
+  static const bool on = envSwitch("LOOMRT_GEMM_EPILOGUE", false);
+  return on;
+}
+
 /// Whether GEMM algorithms are chosen by timing cuBLASLt's candidates on
 /// first use (LOOMRT_GEMM_TUNE=1) instead of taking its first choice.
 bool tuneGemms() {
@@ -479,8 +487,12 @@ fastestIdenticalAlgorithm(const GemmCall &call,
 /// A contraction run over its views as they are (runtime/GemmPlan.h):
 /// strided-batched cuBLASLt calls with transposes and leading dimensions
 /// from the plan, descriptors and algorithm cached per plan and alignment.
-void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
-                 const void *b, void *out) {
+/// With `geluBias` (D's rows long, of D's type), cuBLASLt's GELU_BIAS
+/// epilogue adds it to each row of D and applies its GELU before D is
+/// rounded; returns false, having run nothing, where cuBLASLt has no
+/// algorithm for that.
+bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
+                 const void *b, void *out, const void *geluBias = nullptr) {
   Device &d = device();
   size_t inBytes = elementBytes(inDtype), outBytes = elementBytes(outDtype);
   size_t alignment = 256;
@@ -491,6 +503,10 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
          uint64_t(reinterpret_cast<uintptr_t>(out)) +
              uint64_t(call[2]) * outBytes},
         alignment);
+  // cuBLASLt chooses for the bias's alignment as well.
+  if (geluBias)
+    alignment = alignmentOf({uint64_t(reinterpret_cast<uintptr_t>(geluBias))},
+                            alignment);
   // Batch entries start a stride apart; one entry has only its own start.
   if (p.batch > 1)
     alignment = alignmentOf({uint64_t(p.strideX) * inBytes,
@@ -502,17 +518,33 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     cublasLtMatrixLayout_t lx, ly, ld;
     cublasLtMatmulAlgo_t algo;
     bool split = false; // no algorithm for the batch: one call per entry
+    bool unsupported = false; // no algorithm with the epilogue
   };
-  thread_local std::map<std::array<int64_t, 15>, Plan> plans;
-  std::array<int64_t, 15> key = {
-      inDtype, outDtype,  p.transX,  p.transY,  p.rows,
-      p.cols,  p.depth,   p.ldx,     p.ldy,     p.ldd,
-      p.batch, p.strideX, p.strideY, p.strideD, int64_t(alignment)};
+  thread_local std::map<std::array<int64_t, 16>, Plan> plans;
+  int64_t withEpilogue = geluBias ? 1 : 0;
+  std::array<int64_t, 16> key = {
+      inDtype,     outDtype,  p.transX,  p.transY,  p.rows,
+      p.cols,      p.depth,   p.ldx,     p.ldy,     p.ldd,
+      p.batch,     p.strideX, p.strideY, p.strideD, int64_t(alignment),
+      withEpilogue};
+  auto setBias = [&](cublasLtMatmulDesc_t op) {
+    check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                         &geluBias, sizeof geluBias),
+          "the epilogue's bias");
+  };
   auto found = plans.find(key);
   if (found == plans.end()) {
     Plan plan;
     check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "matmul descriptor");
+    if (geluBias) {
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+      check(cublasLtMatmulDescSetAttribute(plan.op,
+                                           CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                           &epilogue, sizeof epilogue),
+            "the GEMM's epilogue");
+      setBias(plan.op);
+    }
     cublasOperation_t tx = p.transX ? CUBLAS_OP_T : CUBLAS_OP_N,
                       ty = p.transY ? CUBLAS_OP_T : CUBLAS_OP_N;
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -586,7 +618,13 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
         (long long)p.cols, (long long)p.depth,
         inDtype == LOOMRT_BF16 ? "bf16" : inDtype == LOOMRT_F16 ? "f16" : "f32",
         (long long)p.batch);
-    if (results == 0 && p.batch > 1) {
+    if (results == 0 && geluBias) {
+      plan.unsupported = true;
+      fprintf(stderr,
+              "loom: note: cuBLASLt has no GELU_BIAS epilogue for a %s "
+              "strided GEMM: a GEMM, then the bias and GELU as a kernel\n",
+              shape.c_str());
+    } else if (results == 0 && p.batch > 1) {
       plan.split = true; // say, a batch stride of 0 (loom.batched_einsum)
       fprintf(stderr,
               "loom: note: cuBLASLt has no algorithm for a %s strided GEMM "
@@ -599,8 +637,14 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
                   7);
     } else {
       plan.algo = heuristics[0].algo;
+      if (geluBias)
+        fprintf(stderr,
+                "loom: note: GEMM %s: the bias and GELU (tanh) in cuBLASLt's "
+                "GELU_BIAS epilogue (LOOMRT_GEMM_EPILOGUE=1)\n",
+                shape.c_str());
     }
-    if (tune && results > 1 && !p.calls.empty() && !plan.split) {
+    if (tune && results > 1 && !p.calls.empty() && !plan.split &&
+        !plan.unsupported) {
       const std::array<int64_t, 3> &first = p.calls.front();
       GemmCall call;
       call.op = plan.op;
@@ -623,6 +667,10 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     found = plans.emplace(key, plan).first;
   }
   const Plan &plan = found->second;
+  if (plan.unsupported)
+    return false;
+  if (geluBias)
+    setBias(plan.op); // the descriptor is shared by every GEMM of its plan
   if (plan.split) {
     StridedGemm single = p;
     single.batch = 1;
@@ -634,8 +682,7 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
       for (int64_t i = 0; i < p.batch; ++i)
         single.calls.push_back({call[0] + i * strideA, call[1] + i * strideB,
                                 call[2] + i * p.strideD});
-    stridedGemm(single, inDtype, outDtype, a, b, out);
-    return;
+    return stridedGemm(single, inDtype, outDtype, a, b, out, geluBias);
   }
   float alpha = 1.0f, beta = 0.0f;
   for (const std::array<int64_t, 3> &call : p.calls) {
@@ -649,6 +696,7 @@ void stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
                          d.workspaceBytes, d.stream),
           "strided GEMM");
   }
+  return true;
 }
 
 /// Row-major C[batch][m][n] = A[batch][m][k] * B[batch][k][n], all dense:
@@ -826,6 +874,25 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
         count);
     check(cudaGetLastError(), "storing a GEMM result");
   }
+}
+
+extern "C" int loomrt_contract_bias_gelu(loomrt_ctx *rt,
+                                         const loomrt_contraction *c,
+                                         const void *a, const void *b,
+                                         void *product, const void *bias,
+                                         int64_t biasCount, void *out) {
+  // The epilogue adds bias[i] to row i of the column-major D: the product's
+  // last dimension when D's rows are B's side and hold just that dimension.
+  StridedGemm plan;
+  if (gemmEpilogue() && fastKernels() && b && c->a_dtype == c->b_dtype &&
+      c->out_dtype == c->a_dtype && !isInteger(c->out_dtype) &&
+      reinterpret_cast<uintptr_t>(bias) % 16 == 0 &&
+      planStridedGemm(*c, plan) && !plan.xIsA && plan.rows == biasCount &&
+      plan.batch == 1 && plan.calls.size() == 1 &&
+      stridedGemm(plan, c->a_dtype, c->out_dtype, a, b, out, bias))
+    return 1;
+  loomrt_contract(rt, c, a, b, product);
+  return 0;
 }
 
 //===----------------------------------------------------------------------===//

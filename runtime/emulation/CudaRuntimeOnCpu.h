@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -435,7 +436,8 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  int64_t ldb, int64_t strideB, float beta, cudaDataType cType,
                  const void *c, int64_t ldc, int64_t strideC,
                  cudaDataType dType, void *d, int64_t ldd, int64_t strideD,
-                 int64_t batch, bool reversed = false) {
+                 int64_t batch, bool reversed = false,
+                 const void *geluBias = nullptr) {
   for (int64_t e = 0; e < batch; ++e)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
@@ -451,6 +453,14 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
         float result = alpha * acc;
         if (beta != 0.0f)
           result += beta * loadElement(cType, c, e * strideC + j * ldc + i);
+        if (geluBias) {
+          // GELU_BIAS: the bias (D's type) of row i, then the tanh GELU,
+          // both in f32 before D is rounded.
+          float x = result + loadElement(dType, geluBias, i);
+          result = 0.5f * x *
+                   (1.0f + std::tanh(0.79788456080286536f *
+                                     (x + 0.044715f * x * x * x)));
+        }
         storeElement(dType, d, e * strideD + j * ldd + i, result);
       }
 }
@@ -499,10 +509,20 @@ inline cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
 
 enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_TRANSA = 3,
-  CUBLASLT_MATMUL_DESC_TRANSB = 4
+  CUBLASLT_MATMUL_DESC_TRANSB = 4,
+  CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
+  CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8
+};
+/// The epilogues the emulation runs: none, and GELU_BIAS (the bias, D's
+/// type and D's rows long, added to each row; then the tanh GELU).
+enum cublasLtEpilogue_t : uint32_t {
+  CUBLASLT_EPILOGUE_DEFAULT = 1,
+  CUBLASLT_EPILOGUE_GELU_BIAS = 32 | 4
 };
 struct EmulatedMatmulDesc {
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
 };
 using cublasLtMatmulDesc_t = EmulatedMatmulDesc *;
 inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
@@ -515,11 +535,32 @@ inline cublasStatus_t
 cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                cublasLtMatmulDescAttributes_t attribute,
                                const void *value, size_t bytes) {
-  if (bytes != sizeof(cublasOperation_t))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  (attribute == CUBLASLT_MATMUL_DESC_TRANSA ? desc->transA : desc->transB) =
-      *static_cast<const cublasOperation_t *>(value);
-  return CUBLAS_STATUS_SUCCESS;
+  switch (attribute) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    if (bytes != sizeof(cublasOperation_t))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    (attribute == CUBLASLT_MATMUL_DESC_TRANSA ? desc->transA : desc->transB) =
+        *static_cast<const cublasOperation_t *>(value);
+    return CUBLAS_STATUS_SUCCESS;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+    uint32_t epilogue;
+    if (bytes != sizeof epilogue)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&epilogue, value, bytes);
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+        epilogue != CUBLASLT_EPILOGUE_GELU_BIAS)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    desc->epilogue = cublasLtEpilogue_t(epilogue);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    if (bytes != sizeof(const void *))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&desc->bias, value, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
 }
 
 enum cublasLtMatrixLayoutAttribute_t {
@@ -613,9 +654,13 @@ inline bool layoutsAgree(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
            k = op->transA == CUBLAS_OP_T ? a->rows : a->cols,
            kb = op->transB == CUBLAS_OP_T ? b->cols : b->rows,
            n = op->transB == CUBLAS_OP_T ? b->rows : b->cols;
+  // The emulation's GELU_BIAS takes one bias for one matrix, as the
+  // runtime asks it (no bias batch stride).
+  bool epilogueFits =
+      op->epilogue == CUBLASLT_EPILOGUE_DEFAULT || (op->bias && d->batch == 1);
   return k == kb && c->rows == m && c->cols == n && d->rows == m &&
          d->cols == n && a->batch == d->batch && b->batch == d->batch &&
-         c->batch == d->batch;
+         c->batch == d->batch && epilogueFits;
 }
 
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
@@ -665,7 +710,8 @@ cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const void *alpha,
         o.transA == CUBLAS_OP_T, o.transB == CUBLAS_OP_T, int64_t(ld.rows),
         int64_t(ld.cols), k, alphaValue, la.type, a, la.ld, la.batchStride,
         lb.type, b, lb.ld, lb.batchStride, betaValue, lc.type, c, lc.ld,
-        lc.batchStride, ld.type, d, ld.ld, ld.batchStride, ld.batch, reversed);
+        lc.batchStride, ld.type, d, ld.ld, ld.batchStride, ld.batch, reversed,
+        o.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ? o.bias : nullptr);
   });
   return CUBLAS_STATUS_SUCCESS;
 }

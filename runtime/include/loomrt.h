@@ -187,6 +187,18 @@ typedef struct {
 void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c, const void *a,
                      const void *b, void *out);
 
+/* A product whose one reader is gelu(product + bias, approximate = "tanh"),
+ * the bias a vector of `bias_count` elements of the product's type along its
+ * last dimension. Where the backend applies the bias and the GELU in the
+ * GEMM's epilogue (cuBLASLt's GELU_BIAS, on the CUDA backend with
+ * LOOMRT_GEMM_EPILOGUE=1, when its plan allows) it writes `out` and returns
+ * 1: the GELU then sees the f32 sum, rounded once at the end. Otherwise it
+ * runs loomrt_contract(c, a, b, product) and returns 0, and the caller
+ * applies the bias and the GELU itself (rounding at each op). */
+int loomrt_contract_bias_gelu(loomrt_ctx *rt, const loomrt_contraction *c,
+                              const void *a, const void *b, void *product,
+                              const void *bias, int64_t bias_count, void *out);
+
 /* Reduces the dimensions set in `mask` of in[shape] (sum, max; a mean is a
  * sum times `scale`). */
 void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank,
