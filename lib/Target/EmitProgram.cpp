@@ -150,10 +150,11 @@ private:
   /// loomrt_kernel_begin/end, which time it under --profile.
   std::vector<KernelInfo> kernels;
   llvm::DenseMap<Operation *, int> kernelIndex;
-  /// Fusion groups `gelu(product + bias, approximate = "tanh")` whose
-  /// product asked loomrt_contract_bias_gelu to apply them in the GEMM's
-  /// epilogue: each group's kernel runs only where that call says it did
-  /// not (the name of its flag).
+  /// Fusion groups `gelu(product + bias, approximate = "tanh")` or
+  /// `product + bias + residual` whose product asked
+  /// loomrt_contract_epilogue to apply them in the GEMM's epilogue: each
+  /// group's kernel runs only where that call says it did not (the name of
+  /// its flag).
   llvm::DenseMap<Operation *, std::string> epilogueFlags;
   /// The first value the code addressed that has no place in the arena (a
   /// plan that does not cover the program): an internal error, never code
@@ -901,38 +902,67 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 // Contractions
 //===----------------------------------------------------------------------===//
 
+/// What a GEMM's epilogue can do for the fusion group that reads its
+/// product (loomrt_contract_epilogue): the group, its kind
+/// (LOOMRT_EPILOGUE_*), the bias and, for a residual sum, the residual.
+struct EpilogueReader {
+  FusedOp group;
+  const char *kind = nullptr;
+  Value bias, residual;
+};
+
 /// The fusion group that is the one reader of `product` when it computes
-/// gelu(product + bias, approximate = "tanh") with `bias` a contiguous
-/// vector along the product's last dimension, all of one float type and
-/// laid out row-major: what cuBLASLt's GELU_BIAS epilogue computes (in f32,
-/// rounded once). Null otherwise.
-static FusedOp biasGeluReader(Value product, Value &bias) {
+/// gelu(product + bias, approximate = "tanh") or product + bias + residual,
+/// with `bias` a contiguous vector along the product's last dimension, the
+/// residual of the product's shape, all of one float type and laid out
+/// row-major: what cuBLASLt's GELU_BIAS or BIAS epilogues compute (in f32,
+/// rounded once). An empty group otherwise.
+static EpilogueReader epilogueReader(Value product) {
   if (!product.hasOneUse())
-    return nullptr;
+    return {};
   auto fused = dyn_cast<FusedOp>(*product.getUsers().begin());
   if (!fused || fused->getBlock() != product.getParentBlock())
-    return nullptr;
+    return {};
   Block &body = fused.getBody().front();
   auto ops = body.without_terminator();
   if (std::distance(ops.begin(), ops.end()) != 2)
-    return nullptr;
+    return {};
+  Operation *second = &*std::next(ops.begin());
   auto add = dyn_cast<AddOp>(&*ops.begin());
-  auto gelu = dyn_cast<GeluOp>(&*std::next(ops.begin()));
-  if (!add || !gelu || gelu.getInput() != add.getResult() ||
-      gelu.getApproximate() != GeluApproximation::Tanh ||
-      body.getTerminator()->getOperand(0) != gelu.getResult())
-    return nullptr;
-  auto productArg = dyn_cast<BlockArgument>(add.getLhs());
-  auto biasArg = dyn_cast<BlockArgument>(add.getRhs());
-  if (productArg && biasArg &&
-      fused.getInputs()[biasArg.getArgNumber()] == product)
-    std::swap(productArg, biasArg);
-  if (!productArg || !biasArg ||
-      fused.getInputs()[productArg.getArgNumber()] != product)
-    return nullptr;
-  bias = fused.getInputs()[biasArg.getArgNumber()];
+  if (!add || body.getTerminator()->getOperand(0) != second->getResult(0))
+    return {};
+  // The input of the group that block argument `v` stands for, where `v` is
+  // one; then the product's partner in the first sum is the bias.
+  auto input = [&](Value v) -> Value {
+    auto argument = dyn_cast<BlockArgument>(v);
+    return argument ? fused.getInputs()[argument.getArgNumber()] : Value();
+  };
+  EpilogueReader reader;
+  reader.group = fused;
+  if (input(add.getLhs()) == product)
+    reader.bias = input(add.getRhs());
+  else if (input(add.getRhs()) == product)
+    reader.bias = input(add.getLhs());
+  if (!reader.bias || reader.bias == product)
+    return {};
+  if (auto gelu = dyn_cast<GeluOp>(second)) {
+    if (gelu.getInput() != add.getResult() ||
+        gelu.getApproximate() != GeluApproximation::Tanh)
+      return {};
+    reader.kind = "LOOMRT_EPILOGUE_BIAS_GELU_TANH";
+  } else if (auto sum = dyn_cast<AddOp>(second)) {
+    Value other = sum.getLhs() == add.getResult()   ? sum.getRhs()
+                  : sum.getRhs() == add.getResult() ? sum.getLhs()
+                                                    : Value();
+    reader.residual = other ? input(other) : Value();
+    if (!reader.residual || reader.residual == product)
+      return {};
+    reader.kind = "LOOMRT_EPILOGUE_BIAS_RESIDUAL";
+  } else {
+    return {};
+  }
   RankedTensorType productType = tensorType(product),
-                   biasType = tensorType(bias),
+                   biasType = tensorType(reader.bias),
                    resultType = tensorType(fused.getResult());
   Type element = productType.getElementType();
   auto rowMajor = [](Value value) {
@@ -952,19 +982,21 @@ static FusedOp biasGeluReader(Value product, Value &bias) {
       resultType.getShape() != productType.getShape() ||
       biasType.getRank() != 1 ||
       biasType.getDimSize(0) != productType.getShape().back() ||
-      !rowMajor(product) || !rowMajor(bias) || !rowMajor(fused.getResult()))
-    return nullptr;
-  return fused;
+      !rowMajor(product) || !rowMajor(reader.bias) ||
+      !rowMajor(fused.getResult()))
+    return {};
+  if (reader.residual &&
+      (tensorType(reader.residual) != resultType || !rowMajor(reader.residual)))
+    return {};
+  return reader;
 }
 
 /// The arena's bytes [begin, end) that `value` occupies over every
-/// iteration of the repeats around it.
+/// iteration of the repeats around it (a slice of stacked parameters is
+/// addressed in its whole stack's buffer).
 static std::pair<int64_t, int64_t> arenaRange(Value value) {
   ArenaAddress address = arenaAddress(value);
-  int64_t end = address.offset + address.bufferBytes;
-  for (auto &[repeat, bytes] : address.steps)
-    end += bytes * (cast<RepeatOp>(repeat).getCount() - 1);
-  return {address.offset, end};
+  return {address.offset, address.offset + address.bufferBytes};
 }
 
 static bool overlap(Value x, Value y) {
@@ -978,24 +1010,35 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   std::string name =
       contractionDescriptor(a, b, tensorType(out), stridesInBuffer(out), spec);
   Value bias;
-  FusedOp reader =
-      target == Target::Cuda && b ? biasGeluReader(out, bias) : FusedOp();
+  EpilogueReader reader =
+      target == Target::Cuda && b ? epilogueReader(out) : EpilogueReader();
   // The epilogue writes the group's result while the GEMM reads its
-  // operands, whose places the plan may give the result once they are dead.
-  Value result = reader ? reader.getResult() : Value();
-  if (reader && !overlap(result, a) && !overlap(result, b) &&
-      !overlap(result, bias)) {
+  // operands, whose places the plan may give the result once they are dead;
+  // a residual it may read in place, as C.
+  Value result = reader.group ? reader.group.getResult() : Value();
+  auto residualFits = [&] {
+    if (!reader.residual || !overlap(result, reader.residual))
+      return true;
+    ArenaAddress from = arenaAddress(reader.residual),
+                 to = arenaAddress(result);
+    return from.offset == to.offset && from.steps == to.steps;
+  };
+  if (reader.group && !overlap(result, a) && !overlap(result, b) &&
+      !overlap(result, reader.bias) && residualFits()) {
     // Numbered apart from fresh() names, so that other names stay as they
     // are with or without the epilogue.
     std::string flag = "epilogue" + std::to_string(epilogueFlags.size());
-    epilogueFlags[reader] = flag;
-    line() << "const int " << flag << " = loomrt_contract_bias_gelu(rt, &"
+    epilogueFlags[reader.group] = flag;
+    line() << "const int " << flag << " = loomrt_contract_epilogue(rt, &"
            << name << ", " << pointer(a) << ", " << pointer(b) << ", "
-           << pointer(out) << ", " << pointer(bias) << ", "
-           << tensorType(bias).getDimSize(0) << ", " << pointer(result)
-           << "); // " << op->getName() << " at "
-           << formatSourceLoc(op->getLoc()) << ", with the bias and GELU at "
-           << formatSourceLoc(reader->getLoc()) << "\n";
+           << pointer(out) << ", " << reader.kind << ", "
+           << pointer(reader.bias) << ", "
+           << tensorType(reader.bias).getDimSize(0) << ", "
+           << (reader.residual ? pointer(reader.residual) : "nullptr") << ", "
+           << pointer(result) << "); // " << op->getName() << " at "
+           << formatSourceLoc(op->getLoc()) << ", with "
+           << (reader.residual ? "the bias and residual" : "the bias and GELU")
+           << " at " << formatSourceLoc(reader.group->getLoc()) << "\n";
     return success();
   }
   line() << "loomrt_contract(rt, &" << name << ", " << pointer(a) << ", "

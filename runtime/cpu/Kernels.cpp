@@ -437,13 +437,13 @@ extern "C" void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c,
   gemmClockStop(rt, start);
 }
 
-/// The CPU's GEMMs have no epilogue: the generated code applies the bias
-/// and the GELU, rounding at each op as the interpreter does.
-extern "C" int loomrt_contract_bias_gelu(loomrt_ctx *rt,
-                                         const loomrt_contraction *c,
-                                         const void *a, const void *b,
-                                         void *product, const void *, int64_t,
-                                         void *) {
+/// The CPU's GEMMs have no epilogue: the generated code applies the rest,
+/// rounding at each op as the interpreter does.
+extern "C" int loomrt_contract_epilogue(loomrt_ctx *rt,
+                                        const loomrt_contraction *c,
+                                        const void *a, const void *b,
+                                        void *product, int, const void *,
+                                        int64_t, const void *, void *) {
   loomrt_contract(rt, c, a, b, product);
   return 0;
 }

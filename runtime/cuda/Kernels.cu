@@ -487,12 +487,17 @@ fastestIdenticalAlgorithm(const GemmCall &call,
 /// A contraction run over its views as they are (runtime/GemmPlan.h):
 /// strided-batched cuBLASLt calls with transposes and leading dimensions
 /// from the plan, descriptors and algorithm cached per plan and alignment.
-/// With `geluBias` (D's rows long, of D's type), cuBLASLt's GELU_BIAS
-/// epilogue adds it to each row of D and applies its GELU before D is
-/// rounded; returns false, having run nothing, where cuBLASLt has no
-/// algorithm for that.
+/// With an epilogue (loomrt_contract_epilogue; its bias D's rows long, of
+/// D's type), cuBLASLt adds the bias to each row of D and applies its GELU
+/// (GELU_BIAS), or adds the bias and the residual, read as C with D's
+/// layout (BIAS, beta = 1), before D is rounded; returns false, having run
+/// nothing, where cuBLASLt has no algorithm for that.
+struct GemmEpilogue {
+  int kind = 0; // 0 (none) or LOOMRT_EPILOGUE_*
+  const void *bias = nullptr, *residual = nullptr;
+};
 bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
-                 const void *b, void *out, const void *geluBias = nullptr) {
+                 const void *b, void *out, const GemmEpilogue &epilogue = {}) {
   Device &d = device();
   size_t inBytes = elementBytes(inDtype), outBytes = elementBytes(outDtype);
   size_t alignment = 256;
@@ -503,10 +508,12 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
          uint64_t(reinterpret_cast<uintptr_t>(out)) +
              uint64_t(call[2]) * outBytes},
         alignment);
-  // cuBLASLt chooses for the bias's alignment as well.
-  if (geluBias)
-    alignment = alignmentOf({uint64_t(reinterpret_cast<uintptr_t>(geluBias))},
-                            alignment);
+  // cuBLASLt chooses for the bias's and the residual's alignment as well.
+  if (epilogue.kind)
+    alignment =
+        alignmentOf({uint64_t(reinterpret_cast<uintptr_t>(epilogue.bias)),
+                     uint64_t(reinterpret_cast<uintptr_t>(epilogue.residual))},
+                    alignment);
   // Batch entries start a stride apart; one entry has only its own start.
   if (p.batch > 1)
     alignment = alignmentOf({uint64_t(p.strideX) * inBytes,
@@ -521,7 +528,7 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     bool unsupported = false; // no algorithm with the epilogue
   };
   thread_local std::map<std::array<int64_t, 16>, Plan> plans;
-  int64_t withEpilogue = geluBias ? 1 : 0;
+  int64_t withEpilogue = epilogue.kind;
   std::array<int64_t, 16> key = {
       inDtype,     outDtype,  p.transX,  p.transY,  p.rows,
       p.cols,      p.depth,   p.ldx,     p.ldy,     p.ldd,
@@ -529,7 +536,7 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
       withEpilogue};
   auto setBias = [&](cublasLtMatmulDesc_t op) {
     check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                         &geluBias, sizeof geluBias),
+                                         &epilogue.bias, sizeof epilogue.bias),
           "the epilogue's bias");
   };
   auto found = plans.find(key);
@@ -537,11 +544,12 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
     Plan plan;
     check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "matmul descriptor");
-    if (geluBias) {
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
-      check(cublasLtMatmulDescSetAttribute(plan.op,
-                                           CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                           &epilogue, sizeof epilogue),
+    if (epilogue.kind) {
+      cublasLtEpilogue_t kind = epilogue.kind == LOOMRT_EPILOGUE_BIAS_GELU_TANH
+                                    ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                    : CUBLASLT_EPILOGUE_BIAS;
+      check(cublasLtMatmulDescSetAttribute(
+                plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof kind),
             "the GEMM's epilogue");
       setBias(plan.op);
     }
@@ -618,12 +626,17 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
         (long long)p.cols, (long long)p.depth,
         inDtype == LOOMRT_BF16 ? "bf16" : inDtype == LOOMRT_F16 ? "f16" : "f32",
         (long long)p.batch);
-    if (results == 0 && geluBias) {
+    const char *what = epilogue.kind == LOOMRT_EPILOGUE_BIAS_GELU_TANH
+                           ? "the bias and GELU (tanh) in cuBLASLt's "
+                             "GELU_BIAS epilogue"
+                           : "the bias and the residual in cuBLASLt's BIAS "
+                             "epilogue and C";
+    if (results == 0 && epilogue.kind) {
       plan.unsupported = true;
       fprintf(stderr,
-              "loom: note: cuBLASLt has no GELU_BIAS epilogue for a %s "
-              "strided GEMM: a GEMM, then the bias and GELU as a kernel\n",
-              shape.c_str());
+              "loom: note: GEMM %s: no algorithm with %s: a GEMM, then a "
+              "kernel\n",
+              shape.c_str(), what);
     } else if (results == 0 && p.batch > 1) {
       plan.split = true; // say, a batch stride of 0 (loom.batched_einsum)
       fprintf(stderr,
@@ -637,14 +650,13 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
                   7);
     } else {
       plan.algo = heuristics[0].algo;
-      if (geluBias)
-        fprintf(stderr,
-                "loom: note: GEMM %s: the bias and GELU (tanh) in cuBLASLt's "
-                "GELU_BIAS epilogue (LOOMRT_GEMM_EPILOGUE=1)\n",
-                shape.c_str());
+      if (epilogue.kind)
+        fprintf(stderr, "loom: note: GEMM %s: %s (LOOMRT_GEMM_EPILOGUE=1)\n",
+                shape.c_str(), what);
     }
+    // Tuning runs would add a residual read in place more than once.
     if (tune && results > 1 && !p.calls.empty() && !plan.split &&
-        !plan.unsupported) {
+        !plan.unsupported && !epilogue.residual) {
       const std::array<int64_t, 3> &first = p.calls.front();
       GemmCall call;
       call.op = plan.op;
@@ -669,7 +681,7 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
   const Plan &plan = found->second;
   if (plan.unsupported)
     return false;
-  if (geluBias)
+  if (epilogue.kind)
     setBias(plan.op); // the descriptor is shared by every GEMM of its plan
   if (plan.split) {
     StridedGemm single = p;
@@ -682,17 +694,22 @@ bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
       for (int64_t i = 0; i < p.batch; ++i)
         single.calls.push_back({call[0] + i * strideA, call[1] + i * strideB,
                                 call[2] + i * p.strideD});
-    return stridedGemm(single, inDtype, outDtype, a, b, out, geluBias);
+    return stridedGemm(single, inDtype, outDtype, a, b, out, epilogue);
   }
-  float alpha = 1.0f, beta = 0.0f;
+  float alpha = 1.0f, beta = epilogue.residual ? 1.0f : 0.0f;
   for (const std::array<int64_t, 3> &call : p.calls) {
     const char *x = static_cast<const char *>(p.xIsA ? a : b) +
                     size_t(call[p.xIsA ? 0 : 1]) * inBytes;
     const char *y = static_cast<const char *>(p.xIsA ? b : a) +
                     size_t(call[p.xIsA ? 1 : 0]) * inBytes;
     char *dst = static_cast<char *>(out) + size_t(call[2]) * outBytes;
+    // The residual is C, laid out as D (the same pointer where in place).
+    const char *c = epilogue.residual
+                        ? static_cast<const char *>(epilogue.residual) +
+                              size_t(call[2]) * outBytes
+                        : dst;
     check(cublasLtMatmul(d.lt, plan.op, &alpha, x, plan.lx, y, plan.ly, &beta,
-                         dst, plan.ld, dst, plan.ld, &plan.algo, d.workspace,
+                         c, plan.ld, dst, plan.ld, &plan.algo, d.workspace,
                          d.workspaceBytes, d.stream),
           "strided GEMM");
   }
@@ -876,20 +893,28 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
   }
 }
 
-extern "C" int loomrt_contract_bias_gelu(loomrt_ctx *rt,
-                                         const loomrt_contraction *c,
-                                         const void *a, const void *b,
-                                         void *product, const void *bias,
-                                         int64_t biasCount, void *out) {
+extern "C" int loomrt_contract_epilogue(loomrt_ctx *rt,
+                                        const loomrt_contraction *c,
+                                        const void *a, const void *b,
+                                        void *product, int kind,
+                                        const void *bias, int64_t biasCount,
+                                        const void *residual, void *out) {
   // The epilogue adds bias[i] to row i of the column-major D: the product's
   // last dimension when D's rows are B's side and hold just that dimension.
   StridedGemm plan;
-  if (gemmEpilogue() && fastKernels() && b && c->a_dtype == c->b_dtype &&
-      c->out_dtype == c->a_dtype && !isInteger(c->out_dtype) &&
-      reinterpret_cast<uintptr_t>(bias) % 16 == 0 &&
+  GemmEpilogue epilogue;
+  epilogue.kind = kind;
+  epilogue.bias = bias;
+  epilogue.residual =
+      kind == LOOMRT_EPILOGUE_BIAS_RESIDUAL ? residual : nullptr;
+  if (gemmEpilogue() && fastKernels() && b &&
+      (kind == LOOMRT_EPILOGUE_BIAS_GELU_TANH ||
+       (kind == LOOMRT_EPILOGUE_BIAS_RESIDUAL && residual)) &&
+      c->a_dtype == c->b_dtype && c->out_dtype == c->a_dtype &&
+      !isInteger(c->out_dtype) && reinterpret_cast<uintptr_t>(bias) % 16 == 0 &&
       planStridedGemm(*c, plan) && !plan.xIsA && plan.rows == biasCount &&
       plan.batch == 1 && plan.calls.size() == 1 &&
-      stridedGemm(plan, c->a_dtype, c->out_dtype, a, b, out, bias))
+      stridedGemm(plan, c->a_dtype, c->out_dtype, a, b, out, epilogue))
     return 1;
   loomrt_contract(rt, c, a, b, product);
   return 0;

@@ -437,7 +437,7 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  const void *c, int64_t ldc, int64_t strideC,
                  cudaDataType dType, void *d, int64_t ldd, int64_t strideD,
                  int64_t batch, bool reversed = false,
-                 const void *geluBias = nullptr) {
+                 const void *bias = nullptr, bool gelu = false) {
   for (int64_t e = 0; e < batch; ++e)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
@@ -453,14 +453,15 @@ inline void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
         float result = alpha * acc;
         if (beta != 0.0f)
           result += beta * loadElement(cType, c, e * strideC + j * ldc + i);
-        if (geluBias) {
-          // GELU_BIAS: the bias (D's type) of row i, then the tanh GELU,
-          // both in f32 before D is rounded.
-          float x = result + loadElement(dType, geluBias, i);
-          result = 0.5f * x *
-                   (1.0f + std::tanh(0.79788456080286536f *
-                                     (x + 0.044715f * x * x * x)));
-        }
+        // BIAS and GELU_BIAS: the bias (D's type) of row i, then the tanh
+        // GELU, in f32 before D is rounded.
+        if (bias)
+          result += loadElement(dType, bias, i);
+        if (gelu)
+          result = 0.5f * result *
+                   (1.0f +
+                    std::tanh(0.79788456080286536f *
+                              (result + 0.044715f * result * result * result)));
         storeElement(dType, d, e * strideD + j * ldd + i, result);
       }
 }
@@ -513,10 +514,12 @@ enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
   CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8
 };
-/// The epilogues the emulation runs: none, and GELU_BIAS (the bias, D's
-/// type and D's rows long, added to each row; then the tanh GELU).
+/// The epilogues the emulation runs: none, BIAS (the bias, D's type and
+/// D's rows long, added to each row of alpha A B + beta C) and GELU_BIAS
+/// (then the tanh GELU).
 enum cublasLtEpilogue_t : uint32_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
+  CUBLASLT_EPILOGUE_BIAS = 4,
   CUBLASLT_EPILOGUE_GELU_BIAS = 32 | 4
 };
 struct EmulatedMatmulDesc {
@@ -549,6 +552,7 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
       return CUBLAS_STATUS_INVALID_VALUE;
     std::memcpy(&epilogue, value, bytes);
     if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+        epilogue != CUBLASLT_EPILOGUE_BIAS &&
         epilogue != CUBLASLT_EPILOGUE_GELU_BIAS)
       return CUBLAS_STATUS_NOT_SUPPORTED;
     desc->epilogue = cublasLtEpilogue_t(epilogue);
@@ -654,7 +658,7 @@ inline bool layoutsAgree(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
            k = op->transA == CUBLAS_OP_T ? a->rows : a->cols,
            kb = op->transB == CUBLAS_OP_T ? b->cols : b->rows,
            n = op->transB == CUBLAS_OP_T ? b->rows : b->cols;
-  // The emulation's GELU_BIAS takes one bias for one matrix, as the
+  // The emulation's epilogues take one bias for one matrix, as the
   // runtime asks it (no bias batch stride).
   bool epilogueFits =
       op->epilogue == CUBLASLT_EPILOGUE_DEFAULT || (op->bias && d->batch == 1);
@@ -711,7 +715,8 @@ cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, const void *alpha,
         int64_t(ld.cols), k, alphaValue, la.type, a, la.ld, la.batchStride,
         lb.type, b, lb.ld, lb.batchStride, betaValue, lc.type, c, lc.ld,
         lc.batchStride, ld.type, d, ld.ld, ld.batchStride, ld.batch, reversed,
-        o.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ? o.bias : nullptr);
+        o.epilogue == CUBLASLT_EPILOGUE_DEFAULT ? nullptr : o.bias,
+        o.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS);
   });
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -187,17 +187,23 @@ typedef struct {
 void loomrt_contract(loomrt_ctx *rt, const loomrt_contraction *c, const void *a,
                      const void *b, void *out);
 
-/* A product whose one reader is gelu(product + bias, approximate = "tanh"),
- * the bias a vector of `bias_count` elements of the product's type along its
- * last dimension. Where the backend applies the bias and the GELU in the
- * GEMM's epilogue (cuBLASLt's GELU_BIAS, on the CUDA backend with
+/* A product whose one reader applies, with `bias` a vector of `bias_count`
+ * elements of the product's type along its last dimension:
+ *   LOOMRT_EPILOGUE_BIAS_GELU_TANH: gelu(product + bias, approximate = "tanh");
+ *   LOOMRT_EPILOGUE_BIAS_RESIDUAL: product + bias + residual (the residual
+ *   laid out as the product).
+ * Where the backend runs that in the GEMM's epilogue (cuBLASLt's GELU_BIAS,
+ * or its BIAS with the residual as C, on the CUDA backend with
  * LOOMRT_GEMM_EPILOGUE=1, when its plan allows) it writes `out` and returns
- * 1: the GELU then sees the f32 sum, rounded once at the end. Otherwise it
- * runs loomrt_contract(c, a, b, product) and returns 0, and the caller
- * applies the bias and the GELU itself (rounding at each op). */
-int loomrt_contract_bias_gelu(loomrt_ctx *rt, const loomrt_contraction *c,
-                              const void *a, const void *b, void *product,
-                              const void *bias, int64_t bias_count, void *out);
+ * 1: the sums and the GELU are then in f32, rounded once at the end.
+ * Otherwise it runs loomrt_contract(c, a, b, product) and returns 0, and the
+ * caller applies the rest itself (rounding at each op). */
+#define LOOMRT_EPILOGUE_BIAS_GELU_TANH 1
+#define LOOMRT_EPILOGUE_BIAS_RESIDUAL 2
+int loomrt_contract_epilogue(loomrt_ctx *rt, const loomrt_contraction *c,
+                             const void *a, const void *b, void *product,
+                             int epilogue, const void *bias, int64_t bias_count,
+                             const void *residual, void *out);
 
 /* Reduces the dimensions set in `mask` of in[shape] (sum, max; a mean is a
  * sum times `scale`). */
