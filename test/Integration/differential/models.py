@@ -39,7 +39,9 @@ What the models cover, together:
   mesh and no annotation, and one without a mesh;
 - parameters with every initialiser (normal, uniform, zeros, ones; f32,
   bf16 and i32), stacked parameters of nested and multi-value repeats,
-  integer inputs, several and scalar outputs, a tiny GPT.
+  integer inputs, several and scalar outputs, a tiny GPT, and an MLP whose
+  bias, tanh GELU and residual sum the CUDA backend can compute in its
+  GEMMs' epilogues.
 
 A model with `known_bug` reproduces an open compiler bug and runs only with
 run.py --all (there are none now). The five regression models at the end
@@ -189,6 +191,22 @@ model MlpColumnRow(x: f32[B<dp>, D], y: f32[B<dp>, D]) -> (out: f32[B<dp>, D], l
   out = MLP(out) as mlp2
   err = out - y
   return out, mean(err * err)
+}
+""")
+
+model("gemm-epilogues")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 8, F = 16
+// An MLP with its biases, the tanh GELU and the residual sum, its products
+// local on every mesh: the fusion groups that the CUDA backend's GEMM
+// epilogues compute (LOOMRT_GEMM_EPILOGUE=1; run.py --cuda-on-cpu)
+model GemmEpilogues(x: f32[B<dp>, S, D]) -> (out: f32[B<dp>, S, D]) {
+  param w1: f32[D, F] = normal(0.3)
+  param b1: f32[F] = normal(0.1)
+  param w2: f32[F, D] = normal(0.3)
+  param b2: f32[D] = uniform(-0.5, 0.5)
+  h = gelu(x @ w1 + b1, approximate = "tanh")
+  return x + (h @ w2 + b2)
 }
 """)
 

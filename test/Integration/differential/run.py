@@ -23,7 +23,8 @@ loomc --target=cuda --emit=cuda, turned into host C++ by
 runtime/tools/cuda-on-cpu.py and linked with libloomrt's CUDA backend
 compiled the same way (OBJ_DIR/lib/libloomrt_cuda_on_cpu.a, over
 runtime/emulation/CudaRuntimeOnCpu.h), run in loopback mode with the plain
-kernels (LOOMRT_FAST_KERNELS=0) and the default fast ones, and (N > 1 ranks) as N processes
+kernels (LOOMRT_FAST_KERNELS=0) and the default fast ones (and, where the
+code asks for GEMM epilogues, with LOOMRT_GEMM_EPILOGUE=1), and (N > 1 ranks) as N processes
 under mpirun over the NCCL transport (OBJ_DIR/lib/
 libloomrt_cuda_on_cpu_nccl.a, over runtime/emulation/NcclOnCpu.h), each compared
 with the 1-rank CPU build as above; the NCCL run must give the loopback
@@ -296,7 +297,14 @@ class Runner:
                      "--build", obj, "--cxx", self.args.cxx, "--nccl", *self.sanitize, "model.cu", "model"],
                     COMPILE_TIMEOUT, directory)
         outputs = {}
-        for kernels, env in (("plain", {"LOOMRT_FAST_KERNELS": "0"}), ("fast", {})):
+        variants = [("plain", {"LOOMRT_FAST_KERNELS": "0"}), ("fast", {})]
+        # Where the code asks for GEMM epilogues (LOOMRT_GEMM_EPILOGUE=1, the
+        # emulation's cuBLASLt runs them), also with them: within the
+        # tolerance of the 1-rank CPU build, like the other kernels.
+        with open(os.path.join(directory, "model.cu")) as f:
+            if "loomrt_contract_epilogue(" in f.read():
+                variants.append(("epilogue", {"LOOMRT_GEMM_EPILOGUE": "1"}))
+        for kernels, env in variants:
             out = f"out-{kernels}.safetensors"
             run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out", out,
                          "--collective-timeout", "60"], RUN_TIMEOUT, directory, env)
@@ -343,7 +351,8 @@ class Runner:
                 for kernels, got in outputs.items():
                     found, ratio = compare(got, one, case.bf16)
                     what = {"nccl": "NCCL, a process per rank",
-                            "reverse": "fast kernels in reverse order"}.get(kernels, f"{kernels} kernels")
+                            "reverse": "fast kernels in reverse order",
+                            "epilogue": "GEMM epilogues"}.get(kernels, f"{kernels} kernels")
                     problems += [f"{what}: {p}" for p in found]
                     worst = max(worst, ratio)
                 if "nccl" in outputs:
@@ -357,6 +366,8 @@ class Runner:
                     problems += [f"reverse order against thread order: {p}"
                                  for p in exact_differences(outputs["reverse"], outputs["fast"])]
                     loopback += "reverse order = thread order exactly; "
+                if "epilogue" in outputs:
+                    loopback += "GEMM epilogues within tolerance; "
             else:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, *self.sanitize,
                              "-o", "model"],
