@@ -801,6 +801,7 @@ LogicalResult Interpreter::runBlock(Block &block) {
 }
 
 LogicalResult Interpreter::run(llvm::raw_ostream &os) {
+  inexactInteger = false; // not an earlier run's
   if (failed(checkMemory()) || failed(loadArguments()) ||
       failed(runBlock(model.getBody().front())))
     return failure();

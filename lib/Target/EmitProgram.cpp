@@ -966,15 +966,8 @@ static EpilogueReader epilogueReader(Value product) {
                    resultType = tensorType(fused.getResult());
   Type element = productType.getElementType();
   auto rowMajor = [](Value value) {
-    ArrayRef<int64_t> shape = tensorType(value).getShape();
-    SmallVector<int64_t> strides = stridesInBuffer(value);
-    int64_t expected = 1;
-    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
-      if (shape[d] != 1 && strides[d] != expected)
-        return false;
-      expected *= shape[d];
-    }
-    return true;
+    return stridesInBuffer(value) ==
+           computeStrides(tensorType(value).getShape());
   };
   if (!isFloat(element) || productType.getRank() < 1 ||
       biasType.getElementType() != element ||

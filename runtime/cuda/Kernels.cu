@@ -484,18 +484,19 @@ fastestIdenticalAlgorithm(const GemmCall &call,
   return candidates[best].algo;
 }
 
-/// A contraction run over its views as they are (runtime/GemmPlan.h):
-/// strided-batched cuBLASLt calls with transposes and leading dimensions
-/// from the plan, descriptors and algorithm cached per plan and alignment.
-/// With an epilogue (loomrt_contract_epilogue; its bias D's rows long, of
-/// D's type), cuBLASLt adds the bias to each row of D and applies its GELU
-/// (GELU_BIAS), or adds the bias and the residual, read as C with D's
-/// layout (BIAS, beta = 1), before D is rounded; returns false, having run
-/// nothing, where cuBLASLt has no algorithm for that.
+/// What cuBLASLt adds to a GEMM for loomrt_contract_epilogue: nothing, the
+/// bias (D's rows long, of D's type) and its GELU (GELU_BIAS), or the bias
+/// and the residual, read as C with D's layout (BIAS, beta = 1).
 struct GemmEpilogue {
   int kind = 0; // 0 (none) or LOOMRT_EPILOGUE_*
   const void *bias = nullptr, *residual = nullptr;
 };
+
+/// A contraction run over its views as they are (runtime/GemmPlan.h):
+/// strided-batched cuBLASLt calls with transposes and leading dimensions
+/// from the plan, descriptors and algorithm cached per plan and alignment.
+/// With an epilogue, D is rounded after it; returns false, having run
+/// nothing, where cuBLASLt has no algorithm for that epilogue.
 bool stridedGemm(const StridedGemm &p, int inDtype, int outDtype, const void *a,
                  const void *b, void *out, const GemmEpilogue &epilogue = {}) {
   Device &d = device();

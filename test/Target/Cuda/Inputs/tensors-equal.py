@@ -1,21 +1,13 @@
 """tensors-equal.py A B NAME...: for each named tensor, whether files A and B
 hold it with the same type, shape and bits ("NAME: equal" or "NAME:
-differs"). Reads the safetensors layout itself, as numpy has no bf16."""
-import json
-import struct
+differs"), read by bench/gpu/compare.py's reader (numpy has no bf16)."""
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "..", "bench", "gpu"))
+from compare import read  # noqa: E402
 
-def tensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + size])
-    body = data[8 + size:]
-    return {name: (info["dtype"], info["shape"], body[info["data_offsets"][0]:info["data_offsets"][1]])
-            for name, info in header.items() if name != "__metadata__"}
-
-
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+a, b = read(sys.argv[1]), read(sys.argv[2])
 for name in sys.argv[3:]:
     print(f"{name}: {'equal' if a[name] == b[name] else 'differs'}")
