@@ -39,6 +39,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -894,28 +895,70 @@ extern "C" void loomrt_contract(loomrt_ctx *, const loomrt_contraction *c,
   }
 }
 
+/// Why a GEMM cannot compute its reader in cuBLASLt's epilogue, or null
+/// where it can (cuBLASLt may still have no algorithm: stridedGemm).
+static const char *epilogueRefusal(const loomrt_contraction &c,
+                                   const StridedGemm &plan, bool planned,
+                                   int kind, const void *bias,
+                                   int64_t biasCount, const void *residual) {
+  if (kind != LOOMRT_EPILOGUE_BIAS_GELU_TANH &&
+      kind != LOOMRT_EPILOGUE_BIAS_RESIDUAL)
+    return "an epilogue this runtime does not know";
+  if (kind == LOOMRT_EPILOGUE_BIAS_RESIDUAL && !residual)
+    return "no residual";
+  if (c.a_dtype != c.b_dtype || c.out_dtype != c.a_dtype ||
+      isInteger(c.out_dtype))
+    return "operands and product not of one float type";
+  if (reinterpret_cast<uintptr_t>(bias) % 16)
+    return "its bias is not 16-byte aligned";
+  if (!planned)
+    return "its views are not one strided cuBLASLt GEMM";
+  // cuBLASLt adds bias[i] to row i of its column-major result D, whose rows
+  // have unit stride: the product's last dimension when they hold just it.
+  if (plan.rows != biasCount)
+    return "the product's last dimension is not its rows in cuBLASLt";
+  if (plan.batch > 1 || plan.calls.size() != 1)
+    return "it is a batch of GEMMs";
+  return nullptr;
+}
+
 extern "C" int loomrt_contract_epilogue(loomrt_ctx *rt,
                                         const loomrt_contraction *c,
                                         const void *a, const void *b,
                                         void *product, int kind,
                                         const void *bias, int64_t biasCount,
                                         const void *residual, void *out) {
-  // The epilogue adds bias[i] to row i of the column-major D: the product's
-  // last dimension when D's rows are B's side and hold just that dimension.
+  if (!gemmEpilogue() || !fastKernels() || !b) {
+    loomrt_contract(rt, c, a, b, product);
+    return 0;
+  }
   StridedGemm plan;
+  bool planned = planStridedGemm(*c, plan);
+  if (const char *refusal =
+          epilogueRefusal(*c, plan, planned, kind, bias, biasCount, residual)) {
+    // Once per GEMM of the program and reason: a repeat's iterations share
+    // the descriptor, and their biases may differ in alignment.
+    thread_local std::set<std::pair<const loomrt_contraction *, std::string>>
+        said;
+    if (said.insert({c, refusal}).second) {
+      std::string sizes;
+      for (int i = 0; i < c->out.num_dims; ++i)
+        sizes += (i ? ", " : "") + std::to_string(c->out.size[i]);
+      fprintf(stderr,
+              "loom: note: the GEMM of a [%s] product: not in cuBLASLt's "
+              "epilogue (LOOMRT_GEMM_EPILOGUE=1): %s; a GEMM, then a "
+              "kernel\n",
+              sizes.c_str(), refusal);
+    }
+    loomrt_contract(rt, c, a, b, product);
+    return 0;
+  }
   GemmEpilogue epilogue;
   epilogue.kind = kind;
   epilogue.bias = bias;
   epilogue.residual =
       kind == LOOMRT_EPILOGUE_BIAS_RESIDUAL ? residual : nullptr;
-  if (gemmEpilogue() && fastKernels() && b &&
-      (kind == LOOMRT_EPILOGUE_BIAS_GELU_TANH ||
-       (kind == LOOMRT_EPILOGUE_BIAS_RESIDUAL && residual)) &&
-      c->a_dtype == c->b_dtype && c->out_dtype == c->a_dtype &&
-      !isInteger(c->out_dtype) && reinterpret_cast<uintptr_t>(bias) % 16 == 0 &&
-      planStridedGemm(*c, plan) && !plan.xIsA && plan.rows == biasCount &&
-      plan.batch == 1 && plan.calls.size() == 1 &&
-      stridedGemm(plan, c->a_dtype, c->out_dtype, a, b, out, epilogue))
+  if (stridedGemm(plan, c->a_dtype, c->out_dtype, a, b, out, epilogue))
     return 1;
   loomrt_contract(rt, c, a, b, product);
   return 0;
