@@ -9,6 +9,10 @@
 // error at its op, never code that addresses memory before the arena (offset
 // -1): that was a wrong product and a corrupted heap once (batched-transposes).
 //
+// A GEMM epilogue writes its fusion group's result while the GEMM reads its
+// operands: the code generator asks for one only where the result shares no
+// bytes with them, whatever plan it is given.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loom/IR/LoomOps.h"
@@ -36,15 +40,21 @@ model Tiny(x: f32[4, 8], w: f32[8, 6:tp]) -> (y: f32[4, 6:tp]) {
 }
 )";
 
+constexpr const char *kEpilogueModel = R"(mesh m = [dp: 1]
+model Mlp(x: bf16[4, 64], w: bf16[64, 96], b: bf16[96]) -> (y: bf16[4, 96]) {
+  return gelu(x @ w + b, approximate = "tanh")
+}
+)";
+
 class EmitProgramTest : public ::testing::Test {
 protected:
   EmitProgramTest() {
     context.loadDialect<loom::LoomDialect, func::FuncDialect>();
   }
 
-  /// The model above, compiled up to code generation (partitioned and
-  /// planned), or null with the failure recorded.
-  OwningOpRef<ModuleOp> planned() {
+  /// A model (by default kModel), compiled up to code generation (partitioned
+  /// and planned), or null with the failure recorded.
+  OwningOpRef<ModuleOp> planned(const char *model = kModel) {
     SmallString<128> path;
     int fd;
     if (llvm::sys::fs::createTemporaryFile("emit-program", "loom", fd, path)) {
@@ -53,7 +63,7 @@ protected:
     }
     {
       llvm::raw_fd_ostream file(fd, /*shouldClose=*/true);
-      file << kModel;
+      file << model;
     }
     loom::FrontendOptions options;
     FailureOr<loom::Program> program =
@@ -120,6 +130,39 @@ TEST_F(EmitProgramTest, AValueWithoutAPlaceIsAnInternalErrorAtItsOp) {
     EXPECT_NE(diagnostics.find(expected), std::string::npos) << diagnostics;
     // At the product's line in the source (`p = x @ w`).
     EXPECT_NE(diagnostics.find(":3:"), std::string::npos) << diagnostics;
+  }
+}
+
+TEST_F(EmitProgramTest, AnEpilogueNeverWritesOverTheGemmsOperands) {
+  OwningOpRef<ModuleOp> module = planned(kEpilogueModel);
+  ASSERT_TRUE(module);
+  auto emit = [&] {
+    std::string code;
+    llvm::raw_string_ostream os(code);
+    EXPECT_TRUE(succeeded(
+        loom::emitProgram(*module, "mlp.loom", loom::Target::Cuda, os)))
+        << diagnostics;
+    return code;
+  };
+  // The plan puts the group's result over the product, which is the GEMM's
+  // own output: the epilogue is asked for.
+  std::string asked = "loomrt_contract_epilogue(";
+  EXPECT_NE(emit().find(asked), std::string::npos);
+
+  loom::FusedOp group;
+  module->walk([&](loom::FusedOp op) { group = op; });
+  ASSERT_TRUE(group);
+  auto func = group->getParentOfType<func::FuncOp>();
+  // Over x, w or b (as a plan that shared their bytes would be): the GEMM
+  // and the group's kernel instead.
+  for (unsigned argument = 0; argument < 3; ++argument) {
+    auto offset = func.getArgAttrOfType<IntegerAttr>(
+        argument, loom::LoomDialect::kOffsetAttrName);
+    ASSERT_TRUE(offset);
+    group->setAttr(loom::LoomDialect::kOffsetsAttrName,
+                   DenseI64ArrayAttr::get(&context, {offset.getInt()}));
+    EXPECT_EQ(emit().find(asked), std::string::npos)
+        << "an epilogue over argument " << argument;
   }
 }
 

@@ -58,6 +58,20 @@ const char *storageType(Type element) {
 
 bool isFloat(Type element) { return isa<FloatType>(element); }
 
+/// The arena's bytes [begin, end) that `value` occupies over every
+/// iteration of the repeats around it (a slice of stacked parameters is
+/// addressed in its whole stack's buffer).
+std::pair<int64_t, int64_t> arenaRange(Value value) {
+  ArenaAddress address = arenaAddress(value);
+  return {address.offset, address.offset + address.bufferBytes};
+}
+
+bool overlap(Value x, Value y) {
+  auto [xBegin, xEnd] = arenaRange(x);
+  auto [yBegin, yEnd] = arenaRange(y);
+  return xBegin < yEnd && yBegin < xEnd;
+}
+
 /// Bytes of one element of `storageType(element)`.
 int64_t storageBytes(Type element) {
   if (element.isBF16() || element.isF16())
@@ -486,17 +500,23 @@ std::string ProgramEmitter::beginKernel(ValueRange inputs, Value result,
                                         StringRef where,
                                         SmallVectorImpl<std::string> &inNames) {
   std::string kernel = fresh("loom_kernel");
+  // The plan may put the result over an input that the kernel reads at
+  // each element before writing it there (loom-plan-memory): neither
+  // pointer may then promise that it alone reaches those bytes.
+  bool inPlace = false;
   SmallVector<std::string> params;
   for (Value input : inputs) {
     inNames.push_back(fresh("in"));
+    bool shared = overlap(input, result);
+    inPlace |= shared;
     params.push_back(
         "const " +
         std::string(storageType(tensorType(input).getElementType())) +
-        " *__restrict__ " + inNames.back());
+        (shared ? " *" : " *__restrict__ ") + inNames.back());
   }
   params.push_back(
       std::string(storageType(tensorType(result).getElementType())) +
-      " *__restrict__ out");
+      (inPlace ? " *out" : " *__restrict__ out"));
   globalsOs << "// " << where << "\n__global__ void " << kernel << "("
             << llvm::join(params, ", ") << ") {\n";
   return kernel;
@@ -984,20 +1004,6 @@ static EpilogueReader epilogueReader(Value product) {
   return reader;
 }
 
-/// The arena's bytes [begin, end) that `value` occupies over every
-/// iteration of the repeats around it (a slice of stacked parameters is
-/// addressed in its whole stack's buffer).
-static std::pair<int64_t, int64_t> arenaRange(Value value) {
-  ArenaAddress address = arenaAddress(value);
-  return {address.offset, address.offset + address.bufferBytes};
-}
-
-static bool overlap(Value x, Value y) {
-  auto [xBegin, xEnd] = arenaRange(x);
-  auto [yBegin, yEnd] = arenaRange(y);
-  return xBegin < yEnd && yBegin < xEnd;
-}
-
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
   std::string name =
@@ -1006,8 +1012,10 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   EpilogueReader reader =
       target == Target::Cuda && b ? epilogueReader(out) : EpilogueReader();
   // The epilogue writes the group's result while the GEMM reads its
-  // operands, whose places the plan may give the result once they are dead;
-  // a residual it may read in place, as C.
+  // operands. The plan puts the result over the product where the arena
+  // does not grow so (loom-plan-memory); elsewhere it may give the result
+  // an operand's place once the operand is dead. A residual the epilogue
+  // may read in place, as C.
   Value result = reader.group ? reader.group.getResult() : Value();
   auto residualFits = [&] {
     if (!reader.residual || !overlap(result, reader.residual))

@@ -301,9 +301,14 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
     the yielded value when it is written after the iteration's last read
     of the carried one (so neither is copied). A `loom.add_norm` writes
     its normalised rows over its second addend when it is that addend's
-    last reader, where that does not make the arena larger (first fit can
-    place the rest worse; where a buffer can be shared so, the plan is made
-    both ways). A repeat whose carried
+    last reader, and a `loom.fused` group its result over an input of the
+    result's type, stored row-major like it, whose last reader it is (a
+    GEMM's product that only its bias and activation read: each backend's
+    kernel reads an element there before it writes it, and a CUDA GEMM
+    epilogue then writes the result where the product would go, never over
+    the GEMM's operands). Both only where that does not make the arena
+    larger (first fit can place the rest worse; where a buffer can be
+    shared so, the plan is made both ways). A repeat whose carried
     values trade places gets `loom.scratch_offset`: a buffer, alive at the
     yield only, through which the moves that end an iteration go round.
     `loom.reshape` results, a repeat body's slices of stacked operands and

@@ -159,3 +159,59 @@ func.func @huge(%x: tensor<288230376151711744xf32> {loom.input = "x"}) -> tensor
   %2 = loom.add %1, %0 : tensor<288230376151711744xf32>, tensor<288230376151711744xf32> -> tensor<288230376151711744xf32>
   return %2 : tensor<288230376151711744xf32>
 }
+
+// -----
+
+// A fusion group writes its result over an input of the result's type,
+// laid out as the result, whose last reader it is: here a product that
+// only its bias and GELU read (every backend's kernel reads an element of
+// it before writing that element, and a CUDA GEMM epilogue writes the
+// result where the product would go): an arena of 960 bytes instead of
+// 1216. Where the input is read later, the result gets a buffer of its own.
+// CHECK-LABEL: func.func @group_in_place
+// CHECK-SAME:  loom.arena_bytes = 960 : i64
+// CHECK:       loom.matmul {{.*}} {loom.offsets = array<i64: [[P:[0-9]+]]>}
+// CHECK:       loom.fused({{.*}}) -> tensor<4x16xf32> attributes {loom.offsets = array<i64: [[P]]>}
+// CHECK-LABEL: func.func @group_input_read_later
+// CHECK-SAME:  loom.arena_bytes = 1216 : i64
+// CHECK:       loom.matmul {{.*}} {loom.offsets = array<i64: [[Q:[0-9]+]]>}
+// CHECK-NOT:   loom.fused({{.*}}) -> tensor<4x16xf32> attributes {loom.offsets = array<i64: [[Q]]>}
+func.func @group_in_place(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<8x16xf32> {loom.input = "w"}, %b: tensor<16xf32> {loom.input = "b"}) -> tensor<4x16xf32> attributes {loom.model} {
+  %p = loom.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %y = loom.fused(%p, %b : tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a0: tensor<4x16xf32>, %a1: tensor<16xf32>):
+    %s = loom.add %a0, %a1 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    %g = loom.gelu %s approximate tanh : tensor<4x16xf32>
+    loom.yield %g : tensor<4x16xf32>
+  }
+  return %y : tensor<4x16xf32>
+}
+func.func @group_input_read_later(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<8x16xf32> {loom.input = "w"}, %b: tensor<16xf32> {loom.input = "b"}) -> (tensor<4x16xf32>, tensor<4x16xf32>) attributes {loom.model} {
+  %p = loom.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %y = loom.fused(%p, %b : tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a0: tensor<4x16xf32>, %a1: tensor<16xf32>):
+    %s = loom.add %a0, %a1 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    %g = loom.gelu %s approximate tanh : tensor<4x16xf32>
+    loom.yield %g : tensor<4x16xf32>
+  }
+  return %y, %p : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// An input of another element type (a cast's source) or another shape (a
+// broadcast bias) is not the result's buffer: its elements are not where
+// the result's are.
+// CHECK-LABEL: func.func @group_input_other_type
+// CHECK:       loom.matmul {{.*}} {loom.offsets = array<i64: [[R:[0-9]+]]>}
+// CHECK-NOT:   loom.fused({{.*}}) -> tensor<4x16xbf16> attributes {loom.offsets = array<i64: [[R]]>}
+func.func @group_input_other_type(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<8x16xf32> {loom.input = "w"}, %b: tensor<16xf32> {loom.input = "b"}) -> tensor<4x16xbf16> attributes {loom.model} {
+  %p = loom.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %y = loom.fused(%p, %b : tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xbf16> {
+  ^bb0(%a0: tensor<4x16xf32>, %a1: tensor<16xf32>):
+    %s = loom.add %a0, %a1 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+    %c = loom.cast %s : tensor<4x16xf32> -> tensor<4x16xbf16>
+    loom.yield %c : tensor<4x16xbf16>
+  }
+  return %y : tensor<4x16xbf16>
+}
