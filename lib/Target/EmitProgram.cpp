@@ -1385,8 +1385,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitConstant(constant);
   if (auto fused = dyn_cast<FusedOp>(op))
     return emitElementwise(op, fused.getInputs(), &fused.getBody().front());
-  if (isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp, ExpOp,
-          LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op))
+  if (isElementwise(op))
     return emitElementwise(op, op->getOperands(), nullptr);
   if (failed(checkPlanned(op)))
     return failure();

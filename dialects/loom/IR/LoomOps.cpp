@@ -91,6 +91,11 @@ bool MeshOp::isManualAxis(StringRef axis) {
   });
 }
 
+bool loom::isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp,
+             ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op);
+}
+
 std::optional<int64_t> loom::countDevices(ArrayRef<int64_t> axisSizes) {
   int64_t devices = 1;
   for (int64_t size : axisSizes)
@@ -515,9 +520,7 @@ LogicalResult FusedOp::verifyRegions() {
   if (endsInReduction)
     space = cast<RankedTensorType>(last->getOperand(0).getType()).getShape();
   for (Operation &op : body.without_terminator()) {
-    bool elementwise =
-        isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp,
-            ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op);
+    bool elementwise = isElementwise(&op);
     bool scalarConstant =
         isa<ConstantOp>(op) &&
         cast<RankedTensorType>(op.getResult(0).getType()).getNumElements() == 1;

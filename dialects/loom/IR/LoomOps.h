@@ -37,6 +37,11 @@ struct CommunicationResource
 constexpr int64_t kMaxMeshDevices = 2147483647;
 /// The product of a mesh's axis sizes, or nothing if it overflows int64_t.
 std::optional<int64_t> countDevices(llvm::ArrayRef<int64_t> axisSizes);
+
+/// Whether `op` computes each element of its result from its operands'
+/// elements at that index (broadcast): the ops that loom-fuse-elementwise
+/// groups and that the code generators run as one loop or kernel.
+bool isElementwise(mlir::Operation *op);
 } // namespace loom
 
 #define GET_OP_CLASSES

@@ -23,11 +23,6 @@ using namespace loom;
 
 namespace {
 
-bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, SiluOp, TanhOp, SigmoidOp,
-             ExpOp, LogOp, SqrtOp, RsqrtOp, NegOp, GeluOp, CastOp>(op);
-}
-
 bool isScalarConstant(Value value) {
   auto constant = value.getDefiningOp<ConstantOp>();
   return constant &&

@@ -301,8 +301,9 @@ def LoomPlanMemory : Pass<"loom-plan-memory", "mlir::ModuleOp"> {
     the yielded value when it is written after the iteration's last read
     of the carried one (so neither is copied). A `loom.add_norm` writes
     its normalised rows over its second addend when it is that addend's
-    last reader, and a `loom.fused` group its result over an input of the
-    result's type, stored row-major like it, whose last reader it is (a
+    last reader, and a `loom.fused` group or an element-wise op its result
+    over an input of the result's type, stored row-major like it, whose
+    last reader it is (a
     GEMM's product that only its bias and activation read: each backend's
     kernel reads an element there before it writes it, and a CUDA GEMM
     epilogue then writes the result where the product would go, never over

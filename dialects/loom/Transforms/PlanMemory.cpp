@@ -89,7 +89,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   }
 
   /// First fit can place the rest worse once a buffer is shared, so the
-  /// in-place sharing of shareInPlace and shareGroupInPlace is kept only
+  /// in-place sharing of shareInPlace and shareElementwiseInPlace is kept only
   /// where the arena does not grow with it. Both together gave the
   /// smallest arena of the four choices for each example and mesh
   /// (GPT-2 small: 321.5 MiB, against 333.5 with the groups' alone, 369.5
@@ -206,30 +206,34 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     });
   }
 
-  /// Lets a fusion group write its result over an input of the result's
-  /// type, stored row-major like it, whose last reader it is (a GEMM's
-  /// product that only its bias and activation read): every backend's
-  /// group kernel reads such an input's element at the element it writes,
-  /// before writing it, and a CUDA GEMM epilogue then writes the result
-  /// where the product would go, never over the GEMM's operands.
-  void shareGroupInPlace(func::FuncOp func,
-                         llvm::MapVector<Value, Buffer> &buffers,
-                         llvm::DenseMap<Operation *, int64_t> &index) {
-    func.walk([&](FusedOp group) {
-      Value result = group.getResult();
-      auto rowMajor = [](Value value) {
-        return stridesInBuffer(value) ==
-               computeStrides(
-                   cast<RankedTensorType>(value.getType()).getShape());
-      };
+  /// Lets a fusion group or an element-wise op write its result over an
+  /// input of the result's type, stored row-major like it, whose last
+  /// reader it is (a GEMM's product that only its bias and activation
+  /// read): every backend's kernel for it reads such an input's element at
+  /// the element it writes, before writing it, and a CUDA GEMM epilogue
+  /// then writes a group's result where the product would go, never over
+  /// the GEMM's operands. A group that ends in a reduction has a result of
+  /// another type than its inputs.
+  void shareElementwiseInPlace(func::FuncOp func,
+                               llvm::MapVector<Value, Buffer> &buffers,
+                               llvm::DenseMap<Operation *, int64_t> &index) {
+    auto rowMajor = [](Value value) {
+      return stridesInBuffer(value) ==
+             computeStrides(cast<RankedTensorType>(value.getType()).getShape());
+    };
+    func.walk([&](Operation *op) {
+      if ((!isa<FusedOp>(op) && !isElementwise(op)) ||
+          isa<FusedOp>(op->getParentOp()))
+        return;
+      Value result = op->getResult(0);
       if (!buffers.count(result) || !rowMajor(result))
         return;
-      for (Value input : group.getInputs()) {
+      for (Value input : op->getOperands()) {
         auto found = buffers.find(input);
         if (found == buffers.end() || isa<BlockArgument>(input) ||
-            input.getParentBlock() != group->getBlock() ||
+            input.getParentBlock() != op->getBlock() ||
             input.getType() != result.getType() ||
-            found->second.last != index[group] || !rowMajor(input))
+            found->second.last != index[op] || !rowMajor(input))
           continue;
         found->second.last = std::max(found->second.last, buffers[result].last);
         buffers.erase(result);
@@ -338,7 +342,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     shareCarriedBuffers(func, buffers, index, root);
     if (inPlace) {
       shareInPlace(func, buffers, index, root);
-      shareGroupInPlace(func, buffers, index);
+      shareElementwiseInPlace(func, buffers, index);
     }
 
     // A repeat whose carried values trade places parks one of them while

@@ -1,14 +1,17 @@
 // RUN: loom-opt %s --split-input-file --loom-plan-memory | FileCheck %s
 
 // Arguments live throughout; a value's bytes are reused once its last user
-// is done, never while an op reads it; offsets are 64-byte aligned.
+// is done, and not while an op reads it, but for an element-wise op, which
+// writes over an input of its type that it is the last to read (the add
+// over the relu, the exp over the sum; not the sum over the add); offsets
+// are 64-byte aligned.
 // CHECK-LABEL: func.func @reuse
 // CHECK-SAME:  loom.offset = 0 : i64
 // CHECK-SAME:  loom.offset = 64 : i64
 // CHECK-SAME:  loom.arena_bytes = 256 : i64
 // CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 128>}
-// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 192>}
-// CHECK:       loom.sum {{.*}} {loom.offsets = array<i64: 128>}
+// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 128>}
+// CHECK:       loom.sum {{.*}} {loom.offsets = array<i64: 192>}
 // CHECK:       loom.exp {{.*}} {loom.offsets = array<i64: 192>}
 func.func @reuse(%x: tensor<4x4xf32> {loom.input = "x"}, %b: tensor<4xf32> {loom.input = "b"}) -> tensor<4xf32> attributes {loom.model} {
   %0 = loom.relu %x : tensor<4x4xf32>
@@ -25,7 +28,8 @@ func.func @reuse(%x: tensor<4x4xf32> {loom.input = "x"}, %b: tensor<4xf32> {loom
 // iterations; reshapes and slices are views (-1). The initial value (read
 // by the repeat alone) and the value each iteration yields (written after
 // the iteration's last read of the carried one) are placed in the carried
-// buffer, so nothing is copied into it.
+// buffer, so nothing is copied into it. The add after the loop writes
+// over the carried buffer, which it is the last to read.
 // CHECK-LABEL: func.func @loop
 // CHECK-SAME:  loom.offset = 0 : i64
 // CHECK-SAME:  loom.offset = 256 : i64
@@ -35,7 +39,7 @@ func.func @reuse(%x: tensor<4x4xf32> {loom.input = "x"}, %b: tensor<4xf32> {loom
 // CHECK:         loom.matmul {{.*}} {loom.offsets = array<i64: 3584>}
 // CHECK:         loom.tanh {{.*}} {loom.offsets = array<i64: 3328>}
 // CHECK:         loom.reshape {{.*}} {loom.offsets = array<i64: -1>}
-// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 3584>}
+// CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 3328>}
 func.func @loop(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<3x16x16xf32> {loom.param = "w", loom.init = #loom.init<zeros>}) -> tensor<4x16xf32> attributes {loom.model} {
   %0 = loom.relu %x : tensor<4x16xf32>
   %1 = loom.repeat 3 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<3x16x16xf32>) -> tensor<4x16xf32> {
@@ -146,13 +150,14 @@ func.func @add_norm_addend_read_later(%x: tensor<4x16xf32> {loom.input = "x"}, %
 // -----
 
 // Sizes in bytes: 2^58 f32 elements are 2^60 bytes, where elements times
-// bits (2^63) overflowed and every buffer went to offset 0.
+// bits (2^63) overflowed and every buffer went to offset 0. (The add
+// writes over the exp.)
 // CHECK-LABEL: func.func @huge
 // CHECK-SAME: loom.offset = 0
-// CHECK-SAME: loom.arena_bytes = 4611686018427387904
+// CHECK-SAME: loom.arena_bytes = 3458764513820540928
 // CHECK: loom.relu {{.*}}loom.offsets = array<i64: 1152921504606846976>
 // CHECK: loom.exp {{.*}}loom.offsets = array<i64: 2305843009213693952>
-// CHECK: loom.add {{.*}}loom.offsets = array<i64: 3458764513820540928>
+// CHECK: loom.add {{.*}}loom.offsets = array<i64: 2305843009213693952>
 func.func @huge(%x: tensor<288230376151711744xf32> {loom.input = "x"}) -> tensor<288230376151711744xf32> attributes {loom.model, loom.spmd} {
   %0 = loom.relu %x : tensor<288230376151711744xf32>
   %1 = loom.exp %0 : tensor<288230376151711744xf32>
@@ -214,4 +219,18 @@ func.func @group_input_other_type(%x: tensor<4x8xf32> {loom.input = "x"}, %w: te
     loom.yield %c : tensor<4x16xbf16>
   }
   return %y : tensor<4x16xbf16>
+}
+
+// -----
+
+// So does an element-wise op left alone (its reader is a contraction): the
+// scaled product goes over the product.
+// CHECK-LABEL: func.func @elementwise_in_place
+// CHECK:       loom.matmul {{.*}} {loom.offsets = array<i64: [[S:[0-9]+]]>}
+// CHECK:       loom.mul {{.*}} {loom.offsets = array<i64: [[S]]>}
+func.func @elementwise_in_place(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tensor<8x8xf32> {loom.input = "w"}, %c: tensor<f32> {loom.input = "c"}) -> tensor<4x8xf32> attributes {loom.model} {
+  %p = loom.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %q = loom.mul %p, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %r = loom.matmul %q, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
 }
