@@ -623,15 +623,18 @@ LogicalResult Interpreter::runOp(Operation *op) {
           scores[j] = dot * scale;
           m = std::max(m, scores[j]);
         }
+        // Only the keys the mask hides are left out: a score of -inf that
+        // the product made is softmax's, so a row of them is NaN (-inf - -inf),
+        // as docs/language.md 12.8 and the backends have it, not 0.
+        int64_t visible = attention.getCausal() ? std::min(i + 1, t) : t;
         double sum = 0.0;
-        for (int64_t j = 0; j < t; ++j)
-          sum += scores[j] == -INFINITY ? 0.0 : std::exp(scores[j] - m);
+        for (int64_t j = 0; j < visible; ++j)
+          sum += std::exp(scores[j] - m);
         for (int64_t c = 0; c < f; ++c) {
           double acc = 0.0;
-          for (int64_t j = 0; j < t; ++j)
-            if (scores[j] != -INFINITY)
-              acc +=
-                  std::exp(scores[j] - m) / sum * v.values[(b * t + j) * f + c];
+          for (int64_t j = 0; j < visible; ++j)
+            acc +=
+                std::exp(scores[j] - m) / sum * v.values[(b * t + j) * f + c];
           out.values[(b * s + i) * f + c] = roundTo(out.element, acc);
         }
       }
