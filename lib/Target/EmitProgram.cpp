@@ -985,21 +985,17 @@ static EpilogueReader epilogueReader(Value product) {
                    biasType = tensorType(reader.bias),
                    resultType = tensorType(fused.getResult());
   Type element = productType.getElementType();
-  auto rowMajor = [](Value value) {
-    return stridesInBuffer(value) ==
-           computeStrides(tensorType(value).getShape());
-  };
   if (!isFloat(element) || productType.getRank() < 1 ||
       biasType.getElementType() != element ||
       resultType.getElementType() != element ||
       resultType.getShape() != productType.getShape() ||
       biasType.getRank() != 1 ||
       biasType.getDimSize(0) != productType.getShape().back() ||
-      !rowMajor(product) || !rowMajor(reader.bias) ||
-      !rowMajor(fused.getResult()))
+      !isRowMajorInBuffer(product) || !isRowMajorInBuffer(reader.bias) ||
+      !isRowMajorInBuffer(fused.getResult()))
     return {};
-  if (reader.residual &&
-      (tensorType(reader.residual) != resultType || !rowMajor(reader.residual)))
+  if (reader.residual && (tensorType(reader.residual) != resultType ||
+                          !isRowMajorInBuffer(reader.residual)))
     return {};
   return reader;
 }

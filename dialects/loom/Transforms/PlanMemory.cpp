@@ -12,7 +12,6 @@
 #include "dialects/loom/Transforms/Passes.h"
 #include "dialects/loom/Transforms/Views.h"
 
-#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVectorExtras.h"
@@ -217,23 +216,19 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   void shareElementwiseInPlace(func::FuncOp func,
                                llvm::MapVector<Value, Buffer> &buffers,
                                llvm::DenseMap<Operation *, int64_t> &index) {
-    auto rowMajor = [](Value value) {
-      return stridesInBuffer(value) ==
-             computeStrides(cast<RankedTensorType>(value.getType()).getShape());
-    };
     func.walk([&](Operation *op) {
       if ((!isa<FusedOp>(op) && !isElementwise(op)) ||
           isa<FusedOp>(op->getParentOp()))
         return;
       Value result = op->getResult(0);
-      if (!buffers.count(result) || !rowMajor(result))
+      if (!buffers.count(result) || !isRowMajorInBuffer(result))
         return;
       for (Value input : op->getOperands()) {
         auto found = buffers.find(input);
         if (found == buffers.end() || isa<BlockArgument>(input) ||
             input.getParentBlock() != op->getBlock() ||
             input.getType() != result.getType() ||
-            found->second.last != index[op] || !rowMajor(input))
+            found->second.last != index[op] || !isRowMajorInBuffer(input))
           continue;
         found->second.last = std::max(found->second.last, buffers[result].last);
         buffers.erase(result);

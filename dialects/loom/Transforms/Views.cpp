@@ -58,6 +58,11 @@ static SmallVector<int64_t> stridesInOrderOf(loom::TransposeOp transpose) {
       invertPermutationVector(transpose.getPerm()));
 }
 
+bool loom::isRowMajorInBuffer(Value value) {
+  return stridesInBuffer(value) ==
+         computeStrides(cast<RankedTensorType>(value.getType()).getShape());
+}
+
 SmallVector<int64_t> loom::stridesInBuffer(Value value) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
   if (Operation *transpose = storageTranspose(value))

@@ -41,6 +41,9 @@ llvm::SmallVector<int64_t> transposeStrides(llvm::ArrayRef<int64_t> inputShape,
 /// A value's element strides in the buffer it is stored in (row-major but
 /// for transpose views and values stored in their reader's order).
 llvm::SmallVector<int64_t> stridesInBuffer(mlir::Value value);
+/// Whether `value` is stored row-major (stridesInBuffer is its shape's
+/// row-major strides).
+bool isRowMajorInBuffer(mlir::Value value);
 
 /// The transpose in whose order `value` is stored instead of row-major, or
 /// null: an attention result whose one user is a transpose read only by
