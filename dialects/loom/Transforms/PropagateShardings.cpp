@@ -57,6 +57,9 @@ struct Member {
 /// dimension tied through `loom.shard` or `loom.repeat`.
 struct FactorGroup {
   SmallVector<Member, 4> members;
+  /// Summed over (a contracted factor): splitting it leaves the op's result
+  /// partial.
+  bool linear = false;
 };
 
 struct OpGroups {
@@ -144,6 +147,32 @@ void Propagator::initialize() {
                sharding ? LocationAttr(op->getLoc()) : LocationAttr());
     }
   });
+  // A layer's slice of a stacked operand holds the operand's closed axes
+  // from the start. The repeat's ties are processed after its body's ops,
+  // and an op of the body that weighed its operands before the slice had
+  // them (2.3) would give their axis to another factor for good: Megatron's
+  // sequence parallelism in a repeat then gathered each layer's weights,
+  // not its activations. Pre-order, so that a nested repeat's stack, a
+  // slice of its outer repeat's, holds its axes by then; a slice stays open,
+  // so `fixed` remembers which of its dimensions a closed stack decided.
+  llvm::DenseSet<std::pair<Value, int64_t>> fixed;
+  function.walk<WalkOrder::PreOrder>([&](RepeatOp repeat) {
+    unsigned numCarried = repeat.getCarried().size();
+    for (auto [index, stacked] : llvm::enumerate(repeat.getStacked())) {
+      Value arg = repeat.getBody().getArgument(numCarried + index);
+      SmallVector<DimState> &slice = states[arg];
+      ArrayRef<DimState> stack = states[stacked];
+      for (auto [dim, state] : llvm::enumerate(slice)) {
+        int64_t stackDim = int64_t(dim) + 1;
+        if (!state.axes.empty() || state.closed ||
+            !(stack[stackDim].closed || fixed.contains({stacked, stackDim})))
+          continue;
+        state = stack[stackDim];
+        state.closed = false;
+        fixed.insert({arg, int64_t(dim)});
+      }
+    }
+  });
 }
 
 void Propagator::buildGroups(Operation *op) {
@@ -204,10 +233,12 @@ void Propagator::buildGroups(Operation *op) {
     };
     addMembers(op->getOperands(), rule.operands, true);
     addMembers(op->getResults(), rule.results, false);
-    for (auto [factor, group] : llvm::zip(rule.factors, groups))
+    for (auto [factor, group] : llvm::zip(rule.factors, groups)) {
+      group.linear = factor.kind == FactorKind::LinearReduction;
       if (factor.kind != FactorKind::NeedReplication &&
           factor.kind != FactorKind::GatherIndex && group.members.size() > 1)
         entry.groups.push_back(std::move(group));
+    }
   } else {
     return;
   }
@@ -332,21 +363,44 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
   // an axis, the one whose holder is bigger per device keeps it: resharding
   // the smaller moves fewer bytes (Megatron's sequence parallelism gathers
   // the activation, not the weight).
+  // A value's bytes a device, were it split over its axes but `axis`.
+  auto bytesBesides = [&](Value value, StringAttr axis) {
+    auto type = cast<RankedTensorType>(value.getType());
+    double bytes = static_cast<double>(type.getNumElements()) *
+                   std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    for (const DimState &dim : states[value])
+      for (StringAttr other : dim.axes)
+        if (other != axis)
+          bytes /= mesh.getAxisSize(other.getValue()).value_or(1);
+    return bytes;
+  };
   auto weight = [&](const FactorGroup &contender, StringAttr axis) {
     double best = 0;
-    for (const Member &member : contender.members) {
-      ArrayRef<DimState> dims = states[member.value];
-      if (!llvm::is_contained(dims[member.dim].axes, axis))
-        continue;
-      auto type = cast<RankedTensorType>(member.value.getType());
-      double bytes = static_cast<double>(type.getNumElements()) *
-                     std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      for (const DimState &dim : dims)
-        for (StringAttr other : dim.axes)
-          if (other != axis)
-            bytes /= mesh.getAxisSize(other.getValue()).value_or(1);
-      best = std::max(best, bytes);
-    }
+    for (const Member &member : contender.members)
+      if (llvm::is_contained(states[member.value][member.dim].axes, axis))
+        best = std::max(best, bytesBesides(member.value, axis));
+    return best;
+  };
+  // A contracted factor that keeps the axis from an operand of the other
+  // factor (say a dp-split activation's batch) moves that operand and leaves
+  // the op's result partial over the axis, and reducing it moves about the
+  // result's bytes a device. Without counting that, a weight split over dp
+  // for storage (ZeRO-3, FSDP) outweighed the activation and the batch gave
+  // up dp: every product was all-reduced over dp, where gathering the weight
+  // moves fewer bytes. (Where only the result holds the axis, as a
+  // row-parallel product's requested split does, the reduction is the
+  // reshard the result needs anyway: the plain weights decide.)
+  auto heldByOperand = [&](const FactorGroup &contender, StringAttr axis) {
+    return llvm::any_of(contender.members, [&](const Member &member) {
+      return member.operandIndex &&
+             llvm::is_contained(states[member.value][member.dim].axes, axis);
+    });
+  };
+  auto reductionBytes = [&](StringAttr axis) {
+    double best = 0;
+    for (Value result : groups.op->getResults())
+      if (isa<RankedTensorType>(result.getType()))
+        best = std::max(best, bytesBesides(result, axis));
     return best;
   };
   auto lostContest = [&](StringAttr axis) {
@@ -357,7 +411,19 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
       if (index == groupIndex)
         continue;
       double theirs = weight(other, axis);
-      if (theirs > own || (theirs > 0 && theirs == own && index < groupIndex))
+      const FactorGroup &uncontracted = group.linear ? other : group;
+      if (theirs == 0 || group.linear == other.linear ||
+          !heldByOperand(uncontracted, axis)) {
+        if (theirs > own || (theirs > 0 && theirs == own && index < groupIndex))
+          return true;
+        continue;
+      }
+      // What each side's losing costs: its holder moved, plus the
+      // reduction of the result when the contracted side wins.
+      double ownLoses = own + (other.linear ? reductionBytes(axis) : 0);
+      double theirsLose = theirs + (group.linear ? reductionBytes(axis) : 0);
+      if (ownLoses < theirsLose ||
+          (ownLoses == theirsLose && index < groupIndex))
         return true;
     }
     return false;

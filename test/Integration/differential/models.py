@@ -828,6 +828,57 @@ model RepeatSP(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
 """)
 
 
+model("repeat-sequence-parallel-implicit", fixed_bug="inside a repeat, sharding "
+      "propagation gave tp to the sequence before a layer's weight slice had "
+      "its stack's axes, and gathered every layer's weights")("""
+mesh m = [%MESH%]
+const B = 4, S = 8, D = 8, F = 64, L = 3
+// only the layer's input is constrained to the sequence split: the
+// activation is gathered before the column-parallel products and the
+// row-parallel sum reduce-scattered back (test/SPMD/sequence-parallel-repeat.loom)
+block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
+  x = shard(x, [B<dp>, S<tp>, D])
+  param g: f32[D] = normal(1.0, 0.1)
+  param w1: f32[D, F<tp>] = normal(0.3)
+  param w3: f32[D, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D] = normal(0.1)
+  h = rmsnorm(x, g)
+  return x + (silu(h @ w1) * (h @ w3)) @ w2
+}
+model RepeatSPImplicit(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
+  x = repeat L as layers { Layer(x) }
+  return x
+}
+""")
+
+
+model("fsdp-tensor-parallel", fixed_bug="a weight split over dp for storage "
+      "outweighed the dp-split batch of an activation in the contention for "
+      "dp: the activation moved and products were all-reduced over dp")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 16, H = 4, E = D / H, F = 32
+// weights split over dp along their model dimension (ZeRO-3, FSDP) and
+// over tp as Megatron splits them (test/SPMD/fsdp-tensor-parallel.loom)
+block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
+  param g: f32[D] = normal(1.0, 0.1)
+  param w_qkv: f32[3, D<dp>, H<tp>, E] = normal(0.3)
+  param w_o: f32[H<tp>, E, D<dp>] = normal(0.3)
+  param w1: f32[D<dp>, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D<dp>] = normal(0.2)
+  h = rmsnorm(x, g)
+  qkv = einsum("bsd,cdhe->cbhse", h, w_qkv)
+  q, k, v = split(qkv, [1, 1, 1], dim = 0)
+  o = attention(reshape(q, [B, H, S, E]), reshape(k, [B, H, S, E]),
+                reshape(v, [B, H, S, E]), causal = true)
+  x = x + einsum("bhse,hed->bsd", o, w_o)
+  return x + silu(rmsnorm(x, g) @ w1) @ w2
+}
+model FsdpTp(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
+  return Layer(Layer(x) as l0) as l1
+}
+""")
+
+
 # --- parameters and repeats -----------------------------------------------
 
 model("params-init")("""

@@ -78,6 +78,42 @@ func.func @R(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {
 // CHECK-SAME: loom.sharding = [#loom.sharding<@m, [{"dp"}, {"tp"}]>]
 // CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {"tp"}]>]}
 
+// Sequence parallelism in a repeat: the carried activation is split over tp
+// along the sequence, and each layer's slice of the column-parallel stack
+// holds tp from the start (the stack's closed axes), so the product weighs
+// both (2.3) and the weight, the heavier per device, keeps tp: the activation
+// is gathered, not every layer's weight. (Tying the slice only after the
+// body's ops, the product gave tp to the sequence before it saw the weight's.)
+func.func @SequenceParallelRepeat(%x: tensor<4x16x8xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {"tp"}, {}]>},
+             %w: tensor<3x8x128xf32> {loom.sharding = #loom.sharding<@m, [{}, {}, {"tp"}]>}) -> tensor<3x4x16x128xf32> attributes {loom.model} {
+  %r:2 = loom.repeat 3 carried(%x : tensor<4x16x8xf32>) stacked(%w : tensor<3x8x128xf32>) -> tensor<4x16x8xf32>, tensor<3x4x16x128xf32> {
+  ^bb0(%c: tensor<4x16x8xf32>, %s: tensor<8x128xf32>):
+    %c2 = loom.shard %c as <@m, [{"dp"}, {"tp"}, {}]> : tensor<4x16x8xf32>
+    %h = loom.matmul %c2, %s : tensor<4x16x8xf32>, tensor<8x128xf32> -> tensor<4x16x128xf32>
+    loom.yield %c2, %h : tensor<4x16x8xf32>, tensor<4x16x128xf32>
+  }
+  return %r#1 : tensor<3x4x16x128xf32>
+}
+// CHECK-LABEL: func.func @SequenceParallelRepeat
+// CHECK: loom.repeat 3
+// CHECK-SAME: loom.body_shardings = [#loom.sharding<@m, [{"dp"}, {"tp"}, {}]>, #loom.sharding<@m, [{}, {"tp"}]>]
+// CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}, {"tp"}]>]}
+
+// A weight split over dp for storage (ZeRO-3, FSDP) meets an activation
+// whose batch dp splits: the contracted factor and the batch contend for dp
+// (2.3). The weight is the heavier holder (4 KiB against 1 KiB a device),
+// but the contracted factor keeping dp would also move the activation and
+// leave the product partial over dp, an 8 KiB result to reduce: the batch
+// keeps dp and the weight is gathered.
+func.func @StorageSplitWeight(%x: tensor<32x16xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>},
+             %w: tensor<16x64xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>}) -> tensor<32x64xf32> attributes {loom.model} {
+  %h = loom.relu %x : tensor<32x16xf32>
+  %y = loom.matmul %h, %w : tensor<32x16xf32>, tensor<16x64xf32> -> tensor<32x64xf32>
+  return %y : tensor<32x64xf32>
+}
+// CHECK-LABEL: func.func @StorageSplitWeight
+// CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
+
 // A replicated, closed operand meeting a split one is no conflict: it keeps
 // its piece by a local slice, so no reshard and no remark.
 func.func @S(%x: tensor<8x64xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>},
