@@ -78,7 +78,12 @@ def LoomPropagateShardings : Pass<"loom-propagate-shardings", "mlir::ModuleOp"> 
     operands without their layer dimension). A factor takes the axes of its
     members and open dimensions of the others take them too: closed
     dimensions and the axes users wrote are never changed, and manual axes
-    are never assigned. Annotations with priorities propagate in rounds,
+    are never assigned. A layer's slice of a stacked parameter holds the
+    stack's closed axes from the start. When two factors of an op want one
+    axis, the one whose holder is costlier to move keeps it, counting the
+    reduction of the product when a contracted factor would take the axis
+    from an operand (an FSDP weight is gathered, not the batch moved).
+    Annotations with priorities propagate in rounds,
     `p0` first. When two annotations disagree on one factor, a `loom.shard`
     reshard is inserted on the operand that is cheaper to move, with a
     remark naming both annotations' source locations. Results record their

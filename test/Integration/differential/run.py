@@ -1,7 +1,7 @@
 """Differential tests: N-rank runs against 1-rank runs against the interpreter.
 
 For every model of models.py and every mesh (1-D and 2-D meshes up to 4
-ranks; with --long or LOOM_LONG=1 also 8 ranks), and for both examples:
+ranks; with --long or LOOM_LONG=1 also 8 ranks), and for the three examples:
 
   1. compile with --dtype=f32 for the N-rank mesh and for the all-ones mesh
      (--mesh AXIS=1,...), run both with one --seed and --out;
@@ -70,7 +70,7 @@ COMPILE_TIMEOUT, RUN_TIMEOUT, INTERPRET_TIMEOUT = 120, 120, 300
 EXAMPLE_AXES = ("dp", "tp")
 # The examples and the most dp ranks each allows (the GPT's 2 microbatches
 # times dp must divide its batch of 8).
-EXAMPLES = (("gpt", 4), ("mlp", 16))
+EXAMPLES = (("gpt", 4), ("mlp", 16), ("llama", 8))
 
 
 class Failure(Exception):
