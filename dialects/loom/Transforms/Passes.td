@@ -80,7 +80,8 @@ def LoomPropagateShardings : Pass<"loom-propagate-shardings", "mlir::ModuleOp"> 
     dimensions and the axes users wrote are never changed, and manual axes
     are never assigned. A layer's slice of a stacked parameter holds the
     stack's closed axes from the start. When two factors of an op want one
-    axis, the one whose holder is costlier to move keeps it, counting the
+    axis, the one whose holder is costlier to move keeps it (an operand
+    weighs its share among its readers), counting the
     reduction of the product when a contracted factor would take the axis
     from an operand (an FSDP weight is gathered, not the batch moved).
     Annotations with priorities propagate in rounds,

@@ -374,11 +374,20 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
           bytes /= mesh.getAxisSize(other.getValue()).value_or(1);
     return bytes;
   };
+  // An operand that several ops read is moved once for all of them (the
+  // partitioner reshards a value once per layout), so each of its readers
+  // weighs its share: Q, K and V projections of one sequence-split
+  // activation gather it once rather than each its own weight.
   auto weight = [&](const FactorGroup &contender, StringAttr axis) {
     double best = 0;
-    for (const Member &member : contender.members)
-      if (llvm::is_contained(states[member.value][member.dim].axes, axis))
-        best = std::max(best, bytesBesides(member.value, axis));
+    for (const Member &member : contender.members) {
+      if (!llvm::is_contained(states[member.value][member.dim].axes, axis))
+        continue;
+      double bytes = bytesBesides(member.value, axis);
+      if (member.operandIndex)
+        bytes /= std::max<size_t>(1, llvm::range_size(member.value.getUsers()));
+      best = std::max(best, bytes);
+    }
     return best;
   };
   // A contracted factor that keeps the axis from an operand of the other
