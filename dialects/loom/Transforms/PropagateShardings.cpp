@@ -384,8 +384,12 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
       if (!llvm::is_contained(states[member.value][member.dim].axes, axis))
         continue;
       double bytes = bytesBesides(member.value, axis);
-      if (member.operandIndex)
-        bytes /= std::max<size_t>(1, llvm::range_size(member.value.getUsers()));
+      if (member.operandIndex) {
+        // Readers, not uses: `x @ x` reads x once.
+        llvm::SmallPtrSet<Operation *, 4> readers(
+            member.value.getUsers().begin(), member.value.getUsers().end());
+        bytes /= std::max<size_t>(1, readers.size());
+      }
       best = std::max(best, bytes);
     }
     return best;
