@@ -64,6 +64,8 @@ primary
   | '(' expr ')'                                      # parenExpr
   | '(' expr ',' (expr (',' expr)*)? ')'              # tupleExpr
   | '[' (dim (',' dim)*)? ']'                         # listExpr
+  // Not a value: parsed only to say so (repeatStmt wins where both match).
+  | REPEAT expr (AS ID)? '{' stmt* expr (',' expr)* '}' # misplacedRepeat
   ;
 // Its own rule so that, when a call's arguments do not parse, the parser can
 // re-read them from the '(' and point at the real mistake.

@@ -353,7 +353,10 @@ private:
 /// Builds the AST from ANTLR's parse tree.
 class ASTBuilder {
 public:
-  explicit ASTBuilder(const SourceMap &map) : map(map) {}
+  ASTBuilder(const SourceMap &map, const SyntaxErrorHandler &onError)
+      : map(map), onError(onError) {}
+
+  unsigned getErrorCount() const { return errorCount; }
 
   void build(LoomParser::FileContext *ctx, File &file) {
     for (LoomParser::TopDeclContext *top : ctx->topDecl())
@@ -603,6 +606,14 @@ private:
         expr->operands.push_back(buildExpr(item));
       return expr;
     }
+    if (auto *repeat =
+            dynamic_cast<LoomParser::MisplacedRepeatContext *>(ctx)) {
+      ++errorCount;
+      onError(map.start(repeat->REPEAT()->getSymbol()),
+              "'repeat' is a statement, not a value: write `x = repeat N { "
+              "... }` on a line of its own, then use x");
+      return makeExpr(ExprKind::Tuple, ctx);
+    }
     auto *list = dynamic_cast<LoomParser::ListExprContext *>(ctx);
     ExprPtr expr = makeExpr(ExprKind::List, ctx);
     for (auto *dim : list->dim()) {
@@ -653,6 +664,8 @@ private:
   }
 
   const SourceMap &map;
+  const SyntaxErrorHandler &onError;
+  unsigned errorCount = 0;
 };
 
 } // namespace
@@ -707,8 +720,10 @@ std::unique_ptr<File> loom::parseFile(llvm::SourceMgr &sourceMgr,
     auto file = std::make_unique<File>();
     file->path = buffer->getBufferIdentifier().str();
     file->bufferId = bufferId;
-    ASTBuilder builder(map);
+    ASTBuilder builder(map, onError);
     builder.build(tree, *file);
+    if (builder.getErrorCount() > 0)
+      return nullptr;
     return file;
   } catch (const std::exception &error) {
     onError(SMLoc::getFromPointer(text.data()),

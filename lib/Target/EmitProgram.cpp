@@ -1004,7 +1004,6 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
   std::string name =
       contractionDescriptor(a, b, tensorType(out), stridesInBuffer(out), spec);
-  Value bias;
   EpilogueReader reader =
       target == Target::Cuda && b ? epilogueReader(out) : EpilogueReader();
   // The epilogue writes the group's result while the GEMM reads its

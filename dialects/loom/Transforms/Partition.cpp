@@ -70,23 +70,6 @@ Linearity linearityOf(Operation *op) {
   return Linearity::None;
 }
 
-/// Whether the partitioner can split `op` along a factor of `kind`; it
-/// replicates the others.
-bool canSplit(Operation *op, FactorKind kind) {
-  switch (kind) {
-  case FactorKind::PassThrough:
-  case FactorKind::LinearReduction:
-    return !isa<ConstantOp>(op);
-  case FactorKind::NonLinearReduction:
-    return isa<MaxOp, CrossEntropyOp>(op);
-  case FactorKind::GatherIndex:
-    return isa<EmbeddingOp>(op);
-  case FactorKind::NeedReplication:
-    return false;
-  }
-  llvm_unreachable("unknown factor kind");
-}
-
 struct Layout {
   SmallVector<Axes> dims;
   Axes partial;
@@ -526,7 +509,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
   SmallVector<Axes> assigned(numFactors);
   SmallVector<bool> blocked(numFactors, false);
   for (auto [index, factor] : llvm::enumerate(rule.factors))
-    blocked[index] = !canSplit(op, factor.kind);
+    blocked[index] = !canSplitFactor(op, factor.kind);
   // Only a dimension's major factor is split: the minor ones replicate.
   auto blockMinor = [&](ArrayRef<DimFactors> side) {
     for (const DimFactors &dims : side)

@@ -76,7 +76,9 @@ def LoomPropagateShardings : Pass<"loom-propagate-shardings", "mlir::ModuleOp"> 
     backward, through `loom.shard` constraints and through `loom.repeat`
     (carried values, body arguments, yields and results alike; stacked
     operands without their layer dimension). A factor takes the axes of its
-    members and open dimensions of the others take them too: closed
+    members and open dimensions of the others take them too, for the
+    factors the partitioner splits (not a softmax's, a norm's or an
+    attention's reduced dimension, which it computes whole): closed
     dimensions and the axes users wrote are never changed, and manual axes
     are never assigned. A layer's slice of a stacked parameter holds the
     stack's closed axes from the start. When two factors of an op want one

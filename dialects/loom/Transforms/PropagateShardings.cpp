@@ -235,7 +235,10 @@ void Propagator::buildGroups(Operation *op) {
     addMembers(op->getResults(), rule.results, false);
     for (auto [factor, group] : llvm::zip(rule.factors, groups)) {
       group.linear = factor.kind == FactorKind::LinearReduction;
-      if (factor.kind != FactorKind::NeedReplication &&
+      // Axes flow only through a factor the partitioner splits: through a
+      // softmax's or a norm's reduced dimension they would only make the
+      // producer's layout differ from the one the op gathers its input to.
+      if (canSplitFactor(op, factor.kind) &&
           factor.kind != FactorKind::GatherIndex && group.members.size() > 1)
         entry.groups.push_back(std::move(group));
     }

@@ -878,6 +878,29 @@ model FsdpTp(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
 }
 """)
 
+model("mixture-of-experts", fixed_bug="axes crossed the gate softmax's "
+      "reduced dimension: its logits were made split over the experts' axis "
+      "and gathered back")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 16, X = 4, F = 8
+// a dense-gated mixture of experts, experts split over tp, twice in a
+// repeat (test/SPMD/expert-parallel.loom)
+block MoE(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
+  param g: f32[D] = normal(1.0, 0.1)
+  param w_gate: f32[D, X] = normal(0.3)
+  param w1: f32[X<tp>, D, F] = normal(0.3)
+  param w2: f32[X<tp>, F, D] = normal(0.3)
+  h = rmsnorm(x, g)
+  gate = softmax(h @ w_gate, dim = 2)
+  y = einsum("bsxf,xfd->bsxd", gelu(einsum("bsd,xdf->bsxf", h, w1)), w2)
+  return x + einsum("bsxd,bsx->bsd", y, gate)
+}
+model Moe(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
+  x = repeat 2 { MoE(x) }
+  return x
+}
+""")
+
 
 # --- parameters and repeats -----------------------------------------------
 

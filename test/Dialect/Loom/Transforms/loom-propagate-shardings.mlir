@@ -125,3 +125,20 @@ func.func @S(%x: tensor<8x64xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>}
 // CHECK-NOT: loom.shard %
 // CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{}, {}]>]}
 
+
+// Axes do not flow through a softmax's reduced dimension: the partitioner
+// computes it whole along that dimension, so a consumer's split there (an
+// expert-split gate, tp) would only make the logits split and then
+// gathered back. The logits keep dp alone; the gate's split is a local
+// slice of the softmax's result.
+func.func @SoftmaxReducedDim(%x: tensor<8x16xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {}]>},
+             %w: tensor<16x4xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>},
+             %e: tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{"dp"}, {"tp"}]>}) -> tensor<8x4xf32> attributes {loom.model} {
+  %l = loom.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  %g = loom.softmax %l dim = 1 : tensor<8x4xf32>
+  %y = loom.mul %g, %e : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+// CHECK-LABEL: func.func @SoftmaxReducedDim
+// CHECK: loom.matmul {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {}]>]}
+// CHECK: loom.softmax {{.*}} {loom.sharding = [#loom.sharding<@m, [{"dp"}, {"tp"}]>]}
