@@ -70,11 +70,6 @@ public:
   void print(llvm::raw_ostream &os) const;
 };
 
-/// Whether the partitioner splits `op` along a factor of `kind`; it
-/// replicates the others (gathering the operands, slicing the results).
-/// Propagation carries axes only through factors it splits.
-bool canSplitFactor(mlir::Operation *op, FactorKind kind);
-
 } // namespace loom
 
 #endif // LOOM_DIALECT_LOOM_IR_SHARDINGRULE_H

@@ -12,23 +12,6 @@
 using namespace mlir;
 using namespace loom;
 
-bool loom::canSplitFactor(Operation *op, FactorKind kind) {
-  switch (kind) {
-  case FactorKind::PassThrough:
-  case FactorKind::LinearReduction:
-    return !isa<ConstantOp>(op);
-  // Softmax, the norms and attention reduce whole rows; a max is an
-  // all-reduce of local maxima and the cross-entropy has its own split.
-  case FactorKind::NonLinearReduction:
-    return isa<MaxOp, CrossEntropyOp>(op);
-  case FactorKind::GatherIndex:
-    return isa<EmbeddingOp>(op);
-  case FactorKind::NeedReplication:
-    return false;
-  }
-  llvm_unreachable("unknown factor kind");
-}
-
 static RankedTensorType tensorOf(Value value) {
   return cast<RankedTensorType>(value.getType());
 }

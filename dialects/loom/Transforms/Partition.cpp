@@ -70,6 +70,23 @@ Linearity linearityOf(Operation *op) {
   return Linearity::None;
 }
 
+/// Whether the partitioner can split `op` along a factor of `kind`; it
+/// replicates the others.
+bool canSplit(Operation *op, FactorKind kind) {
+  switch (kind) {
+  case FactorKind::PassThrough:
+  case FactorKind::LinearReduction:
+    return !isa<ConstantOp>(op);
+  case FactorKind::NonLinearReduction:
+    return isa<MaxOp, CrossEntropyOp, SoftmaxOp, LayerNormOp, RMSNormOp>(op);
+  case FactorKind::GatherIndex:
+    return isa<EmbeddingOp>(op);
+  case FactorKind::NeedReplication:
+    return false;
+  }
+  llvm_unreachable("unknown factor kind");
+}
+
 struct Layout {
   SmallVector<Axes> dims;
   Axes partial;
@@ -92,6 +109,7 @@ private:
   LogicalResult partitionRuled(Operation *op, const ShardingRule &rule);
   LogicalResult splitCrossEntropy(CrossEntropyOp op, const Axes &vocab,
                                   const Axes &batch);
+  LogicalResult splitNormalization(Operation *op, const Axes &axes);
 
   /// `value` (already per device) moved to layout `target`, or failure when
   /// that needs a collective over a manual axis.
@@ -509,7 +527,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
   SmallVector<Axes> assigned(numFactors);
   SmallVector<bool> blocked(numFactors, false);
   for (auto [index, factor] : llvm::enumerate(rule.factors))
-    blocked[index] = !canSplitFactor(op, factor.kind);
+    blocked[index] = !canSplit(op, factor.kind);
   // Only a dimension's major factor is split: the minor ones replicate.
   auto blockMinor = [&](ArrayRef<DimFactors> side) {
     for (const DimFactors &dims : side)
@@ -536,6 +554,47 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     for (StringAttr axis : assigned[factor])
       used.insert(axis);
   };
+  // A softmax or a norm splits its reduced dimensions only where its input
+  // arrives split there and its consumers want the result split alike, and
+  // where all-reducing its rows' statistics (two floats a row, one for an
+  // RMS norm) moves less than gathering the input. Otherwise it is
+  // computed whole: a whole input costs nothing, a result wanted whole
+  // would be gathered anyway, and a scale split only for storage is
+  // gathered rather than the input sliced.
+  if (isa<SoftmaxOp, LayerNormOp, RMSNormOp>(op)) {
+    Value input = op->getOperand(0);
+    ShardingAttr recorded = getRecordedSharding(op->getResult(0));
+    auto inputType = cast<RankedTensorType>(input.getType());
+    SmallVector<std::pair<int64_t, int64_t>> reducedDims;
+    int64_t rowLength = 1, devices = 1;
+    bool split = false, wanted = static_cast<bool>(recorded);
+    for (auto [dim, factors] : llvm::enumerate(rule.operands[0])) {
+      if (factors.empty() ||
+          rule.factors[factors.front()].kind != FactorKind::NonLinearReduction)
+        continue;
+      reducedDims.push_back({dim, factors.front()});
+      const Axes &axes = layouts[input].dims[dim];
+      rowLength *= inputType.getDimSize(dim);
+      devices *= countDevices(mesh, axes);
+      split |= !axes.empty();
+      wanted = wanted && llvm::equal(axes, recorded.getDims()[dim].getAxes());
+    }
+    // An input sliced here from a whole value is whole again for free (the
+    // gather folds into the slice).
+    auto slice = input.getDefiningOp<AllSliceOp>();
+    bool wholeIsFree = slice && llvm::any_of(reducedDims, [&](auto reduced) {
+                         return reduced.first == slice.getDim();
+                       });
+    int64_t allReduces = isa<RMSNormOp>(op) ? 1 : 2;
+    bool splitRows =
+        split && wanted && !wholeIsFree && 2 * allReduces < devices * rowLength;
+    for (auto [dim, factor] : reducedDims) {
+      if (splitRows)
+        take(factor, layouts[input].dims[dim]);
+      else
+        blocked[factor] = true;
+    }
+  }
   // A reduced factor that every operand already splits alike stays split:
   // the result is partial, and reducing it (or reduce-scattering it into
   // the layout a consumer wants) moves less than gathering the operands.
@@ -637,6 +696,8 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     if (!vocab.empty() || !linear.empty())
       return splitCrossEntropy(crossEntropy, vocab, linear);
   }
+  if (isa<SoftmaxOp, LayerNormOp, RMSNormOp>(op) && !vocab.empty())
+    return splitNormalization(op, vocab);
 
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     Layout layout = layoutOf(rule.results[index]);
@@ -685,6 +746,103 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
       result.replaceAllUsesExcept(reduced, reduced.getDefiningOp());
     }
   }
+  return success();
+}
+
+LogicalResult Partitioner::splitNormalization(Operation *op, const Axes &axes) {
+  // The op in f32 over the local piece of each row, its rows' statistics
+  // all-reduced over `axes`: a softmax's max and sum of exp, a layer norm's
+  // sum and sum of squared deviations, an RMS norm's sum of squares. The
+  // formulas are docs/language.md's; only the sums' order differs.
+  OpBuilder builder(op);
+  Location loc = op->getLoc();
+  Type f32 = builder.getF32Type();
+  Value input = op->getOperand(0);
+  auto type = cast<RankedTensorType>(input.getType());
+  auto wide = type.clone(f32);
+  auto widen = [&](Value value) -> Value {
+    auto valueType = cast<RankedTensorType>(value.getType());
+    if (valueType.getElementType() == f32)
+      return value;
+    return CastOp::create(builder, loc, valueType.clone(f32), value);
+  };
+  SmallVector<int64_t> reduced;
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    reduced.push_back(softmax.getDim());
+  } else {
+    int64_t normalized =
+        cast<RankedTensorType>(op->getOperand(1).getType()).getRank();
+    for (int64_t dim = type.getRank() - normalized; dim < type.getRank(); ++dim)
+      reduced.push_back(dim);
+  }
+  SmallVector<int64_t> statShape(type.getShape());
+  int64_t count = 1;
+  Layout rows = layouts[input];
+  for (int64_t dim : reduced) {
+    statShape[dim] = 1;
+    count *= globalTypes[input].getShape()[dim];
+    rows.dims[dim].clear();
+  }
+  auto statType = RankedTensorType::get(statShape, f32);
+  DenseI64ArrayAttr dims = builder.getDenseI64ArrayAttr(reduced);
+  auto rowSum = [&](Value value, StringRef what) {
+    Value piece = SumOp::create(builder, loc, statType, value, dims,
+                                /*keepdim=*/true);
+    return finishSplit(builder, piece, input, rows, axes, ReductionKind::Sum,
+                       op, what);
+  };
+
+  Value x = widen(input), result;
+  if (isa<SoftmaxOp>(op)) {
+    Value pieceMax =
+        MaxOp::create(builder, loc, statType, x, dims, /*keepdim=*/true);
+    Value max = finishSplit(builder, pieceMax, input, rows, axes,
+                            ReductionKind::Max, op, "the softmax's row maxima");
+    Value shifted = SubOp::create(builder, loc, wide, x, max);
+    Value exps = ExpOp::create(builder, loc, wide, shifted);
+    Value sum = rowSum(exps, "the softmax's row sums of exp");
+    result = DivOp::create(builder, loc, wide, exps, sum);
+  } else {
+    double eps = isa<LayerNormOp>(op)
+                     ? cast<LayerNormOp>(op).getEps().convertToDouble()
+                     : cast<RMSNormOp>(op).getEps().convertToDouble();
+    Value centred = x;
+    if (isa<LayerNormOp>(op)) {
+      Value mean = scale(builder, loc, rowSum(x, "the layer norm's row sums"),
+                         1.0 / count);
+      centred = SubOp::create(builder, loc, wide, x, mean);
+    }
+    Value squares = MulOp::create(builder, loc, wide, centred, centred);
+    Value variance = scale(
+        builder, loc,
+        rowSum(squares, isa<LayerNormOp>(op)
+                            ? "the layer norm's row sums of squared deviations"
+                            : "the RMS norm's row sums of squares"),
+        1.0 / count);
+    auto scalarType = RankedTensorType::get({}, f32);
+    Value epsilon = ConstantOp::create(
+        builder, loc, scalarType,
+        DenseElementsAttr::get(scalarType,
+                               builder.getF32FloatAttr(eps).getValue()));
+    Value shiftedVariance =
+        AddOp::create(builder, loc, statType, variance, epsilon);
+    Value deviation = SqrtOp::create(builder, loc, statType, shiftedVariance);
+    result = DivOp::create(builder, loc, wide, centred, deviation);
+    result =
+        MulOp::create(builder, loc, wide, result, widen(op->getOperand(1)));
+    if (auto layerNorm = dyn_cast<LayerNormOp>(op))
+      result =
+          AddOp::create(builder, loc, wide, result, widen(layerNorm.getBias()));
+  }
+  if (type.getElementType() != f32)
+    result = CastOp::create(builder, loc, type, result);
+
+  Layout layout = layouts[input];
+  layout.partial.clear();
+  auto global = cast<RankedTensorType>(globalTypes[input]);
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  setLayout(result, global, layout);
   return success();
 }
 

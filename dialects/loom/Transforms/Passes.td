@@ -76,9 +76,10 @@ def LoomPropagateShardings : Pass<"loom-propagate-shardings", "mlir::ModuleOp"> 
     backward, through `loom.shard` constraints and through `loom.repeat`
     (carried values, body arguments, yields and results alike; stacked
     operands without their layer dimension). A factor takes the axes of its
-    members and open dimensions of the others take them too, for the
-    factors the partitioner splits (not a softmax's, a norm's or an
-    attention's reduced dimension, which it computes whole): closed
+    members and open dimensions of the others take them too, except
+    across a non-linear reduction (a softmax's, a norm's or an attention's
+    reduced dimension, which the partitioner splits only where the input
+    arrives split): closed
     dimensions and the axes users wrote are never changed, and manual axes
     are never assigned. A layer's slice of a stacked parameter holds the
     stack's closed axes from the start. When two factors of an op want one
@@ -123,8 +124,9 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
     `collective_permute`, `all_slice`, `all_to_all` and `all_gather`
     (docs/partitioning.md 3.4); non-linear reductions over a
     sharded factor are split into a local reduction, an `all_reduce` and a
-    local finish (max, cross-entropy over a split vocabulary) or gathered
-    first. Collectives are placed right after the value they move (once per
+    local finish (max, cross-entropy over a split vocabulary, and a softmax
+    or norm whose input arrives split: its rows' statistics are
+    all-reduced) or gathered first. Collectives are placed right after the value they move (once per
     value and layout), carry `loom.reason` (the two layouts and the ops that
     met) and are never over a manual axis. The function gets `loom.spmd`.
     This is `loomc --emit=spmd`.

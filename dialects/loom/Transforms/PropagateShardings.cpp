@@ -235,10 +235,15 @@ void Propagator::buildGroups(Operation *op) {
     addMembers(op->getResults(), rule.results, false);
     for (auto [factor, group] : llvm::zip(rule.factors, groups)) {
       group.linear = factor.kind == FactorKind::LinearReduction;
-      // Axes flow only through a factor the partitioner splits: through a
-      // softmax's or a norm's reduced dimension they would only make the
-      // producer's layout differ from the one the op gathers its input to.
-      if (canSplitFactor(op, factor.kind) &&
+      // No axis crosses a non-linear reduction (a softmax's, a norm's or an
+      // attention's reduced dimension): the partitioner splits one only
+      // where its input arrives split, and otherwise computes it whole, so
+      // an axis from a consumer would only make the producer split there
+      // and the input gathered back, or cost the split's all-reduces where
+      // the whole op costs none. (Max and cross-entropy have no such group:
+      // their reduced dimension is their input's alone.)
+      if (factor.kind != FactorKind::NeedReplication &&
+          factor.kind != FactorKind::NonLinearReduction &&
           factor.kind != FactorKind::GatherIndex && group.members.size() > 1)
         entry.groups.push_back(std::move(group));
     }

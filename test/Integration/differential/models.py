@@ -878,6 +878,25 @@ model FsdpTp(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
 }
 """)
 
+model("normalisations-split-rows")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 16
+// softmax, layer and RMS norms over dimensions split across devices: the
+// rows' statistics are all-reduced (docs/partitioning.md 3.5); the norm
+// over [S, D] has both dimensions split
+model NormsSplit(x: f32[B, S<dp>, D<tp>], g: f32[D<tp>], b: f32[D<tp>], g2: f32[S<dp>, D<tp>])
+    -> (y: f32[B<dp>, S, D<tp>], z: f32[B, S<dp>, D<tp>], p: f32[B<dp>, S, D<tp>], q: f32[B, S<dp>, D<tp>], w: f32[B, S<dp>, D<tp>], v: bf16[B, S<dp>, D<tp>]) {
+  y = layernorm(x, g, b, eps = 1e-3)
+  z = rmsnorm(x * 3, g)
+  p = softmax(x * 4, dim = 2)
+  q = softmax(x, dim = 1)
+  w = layernorm(x, g2, g2, eps = 1e-2) + rmsnorm(x, g2)
+  h = cast(x, bf16)
+  v = layernorm(h, g, b) + rmsnorm(h, g) + softmax(h, dim = 2)
+  return y, z, p, q, w, v
+}
+""")
+
 model("mixture-of-experts", fixed_bug="axes crossed the gate softmax's "
       "reduced dimension: its logits were made split over the experts' axis "
       "and gathered back")("""

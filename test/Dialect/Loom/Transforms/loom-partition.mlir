@@ -133,6 +133,75 @@ func.func @swap(%x: tensor<8x12xf32> {loom.sharding = #loom.sharding<@m, [{"a"},
 
 // -----
 
+// A norm whose input arrives split along its normalised dimension
+// all-reduces its rows' statistics, in f32, and computes its formula on the
+// pieces; the scale is sliced alike. Nothing is gathered.
+loom.mesh @m ["tp" = 2]
+func.func @norm_split_rows(%x: tensor<4x8xbf16> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>},
+                           %g: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>})
+    -> (tensor<4x8xbf16> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>}) attributes {loom.model} {
+  %y = loom.rmsnorm %x, %g eps = 1.0e-06 {loom.sharding = [#loom.sharding<@m, [{}, {"tp"}]>]} : tensor<4x8xbf16>, tensor<8xf32> -> tensor<4x8xbf16>
+  return %y : tensor<4x8xbf16>
+}
+// CHECK-LABEL: func.func @norm_split_rows
+// CHECK-NOT: all_gather
+// CHECK: %[[G:.*]] = loom.all_slice %{{.*}} on @m ["tp"] dim 0 {{.*}} : tensor<8xf32> -> tensor<4xf32>
+// CHECK: %[[XF:.*]] = loom.cast %{{.*}} : tensor<4x4xbf16> -> tensor<4x4xf32>
+// CHECK: %[[SQ:.*]] = loom.mul %[[XF]], %[[XF]]
+// CHECK: %[[S:.*]] = loom.sum %[[SQ]] dims = [1] keepdim : tensor<4x4xf32> -> tensor<4x1xf32>
+// CHECK: %[[R:.*]] = loom.all_reduce %[[S]] on @m ["tp"] sum {{.*}}value = "the RMS norm's row sums of squares"{{.*}} : tensor<4x1xf32>
+// CHECK: %[[MS:.*]] = loom.mul %[[R]], %{{.*}} : tensor<4x1xf32>, tensor<f32>
+// CHECK: %[[V:.*]] = loom.add %[[MS]], %{{.*}} : tensor<4x1xf32>, tensor<f32>
+// CHECK: %[[D:.*]] = loom.sqrt %[[V]]
+// CHECK: %[[N:.*]] = loom.div %[[XF]], %[[D]]
+// CHECK: %[[Y:.*]] = loom.mul %[[N]], %[[G]] : tensor<4x4xf32>, tensor<4xf32>
+// CHECK: %[[C:.*]] = loom.cast %[[Y]] : tensor<4x4xf32> -> tensor<4x4xbf16>
+// CHECK-NOT: all_gather
+// CHECK: return %[[C]]
+
+// -----
+
+// A whole input is normalised whole, even where its result and its scale
+// are split: the scale (split for storage) is gathered and the result
+// sliced for free, where splitting the rows would all-reduce statistics.
+loom.mesh @m ["tp" = 2]
+func.func @norm_whole_input(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>},
+                            %g: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}]>},
+                            %b: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}]>})
+    -> (tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>}) attributes {loom.model} {
+  %y = loom.layernorm %x, %g, %b eps = 1.0e-05 {loom.sharding = [#loom.sharding<@m, [{}, {"tp"}]>]} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+// CHECK-LABEL: func.func @norm_whole_input
+// CHECK-NOT: all_reduce
+// CHECK: loom.all_gather %{{.*}} on @m ["tp"] dim 0 {{.*}} : tensor<4xf32> -> tensor<8xf32>
+// CHECK: loom.all_gather %{{.*}} on @m ["tp"] dim 0 {{.*}} : tensor<4xf32> -> tensor<8xf32>
+// CHECK: %[[Y:.*]] = loom.layernorm %{{.*}} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+// CHECK: %[[S:.*]] = loom.all_slice %[[Y]] on @m ["tp"] dim 1
+// CHECK: return %[[S]]
+
+// -----
+
+// A softmax over a split dimension: the rows' maxima all-reduced by max,
+// then their sums of exp by sum.
+loom.mesh @m ["tp" = 2]
+func.func @softmax_split_rows(%x: tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}, {}]>})
+    -> (tensor<8x4xf32> {loom.sharding = #loom.sharding<@m, [{"tp"}, {}]>}) attributes {loom.model} {
+  %p = loom.softmax %x dim = 0 {loom.sharding = [#loom.sharding<@m, [{"tp"}, {}]>]} : tensor<8x4xf32>
+  return %p : tensor<8x4xf32>
+}
+// CHECK-LABEL: func.func @softmax_split_rows
+// CHECK: %[[M:.*]] = loom.max %[[X:.*]] dims = [0] keepdim : tensor<4x4xf32> -> tensor<1x4xf32>
+// CHECK: %[[MR:.*]] = loom.all_reduce %[[M]] on @m ["tp"] max
+// CHECK: %[[D:.*]] = loom.sub %[[X]], %[[MR]] : tensor<4x4xf32>, tensor<1x4xf32>
+// CHECK: %[[E:.*]] = loom.exp %[[D]]
+// CHECK: %[[S:.*]] = loom.sum %[[E]] dims = [0] keepdim
+// CHECK: %[[SR:.*]] = loom.all_reduce %[[S]] on @m ["tp"] sum
+// CHECK: %[[P:.*]] = loom.div %[[E]], %[[SR]]
+// CHECK: return %[[P]]
+
+// -----
+
 loom.mesh @m ["a" = 2]
 // BUDGET: loom-partition.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --loom-partition: search-budget must be 0 or more, not -1
 func.func @any(%x: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{"a"}]>})
