@@ -583,7 +583,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     // gather folds into the slice).
     auto slice = input.getDefiningOp<AllSliceOp>();
     bool wholeIsFree = slice && llvm::any_of(reducedDims, [&](auto reduced) {
-                         return reduced.first == slice.getDim();
+                         return reduced.first == static_cast<int64_t>(slice.getDim());
                        });
     int64_t allReduces = isa<RMSNormOp>(op) ? 1 : 2;
     bool splitRows =
