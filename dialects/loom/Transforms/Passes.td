@@ -126,9 +126,10 @@ def LoomPartition : Pass<"loom-partition", "mlir::ModuleOp"> {
     sharded factor are split into a local reduction, an `all_reduce` and a
     local finish (max, cross-entropy over a split vocabulary, and a softmax
     or norm whose input arrives split: its rows' statistics are
-    all-reduced) or gathered first. Collectives are placed right after the value they move (once per
-    value and layout), carry `loom.reason` (the two layouts and the ops that
-    met) and are never over a manual axis. The function gets `loom.spmd`.
+    all-reduced) or gathered first. Collectives are placed right after the
+    value they move (once per value and layout), carry `loom.reason` (the
+    two layouts and the ops that met) and are never over a manual axis. The
+    function gets `loom.spmd`.
     This is `loomc --emit=spmd`.
   }];
   let options = [
