@@ -9,7 +9,8 @@ collectives' bytes a rank per step (`loomc --explain`), the median step of
 each run and the median of those. With two builds it also runs each once
 with `--seed 1 --out` and prints the largest difference between their
 outputs, so that a faster program that computes something else shows. See
-README.md beside this file. Standard library only.
+README.md beside this file. Needs the repository's virtualenv (numpy,
+safetensors, ml_dtypes: scripts/setup).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tables import table  # noqa: E402  (bench/tables.py)
 
+import ml_dtypes  # noqa: E402,F401  (registers bfloat16 with numpy for safetensors)
+import numpy as np  # noqa: E402
+from safetensors.numpy import load_file  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 MPIRUN = REPO / "scripts" / "mpirun-local"
@@ -41,7 +46,7 @@ def run(cmd: list[str], cwd: Path | None = None) -> str:
 
 
 def ranks_of(loomc: str, model: Path, mesh: list[str]) -> int:
-    # The mesh after --mesh, as the compiled program's help names it.
+    # The mesh after --mesh, as the per-device program's loom.mesh lists it.
     text = run([loomc, str(model), *mesh, "--emit=spmd"])
     found = re.search(r'loom\.mesh @\w+ \[([^\]]*)\]', text)
     if not found:
@@ -71,40 +76,6 @@ def median_step(binary: Path, ranks: int, steps: int) -> float:
         sys.exit(f"bench/versus: no median step in the output of {binary}:\n"
                  f"{text}")
     return float(found.group(1))
-
-
-def outputs(path: Path) -> dict[str, list[float]]:
-    # safetensors by hand (standard library only): an 8-byte header size,
-    # a JSON header, then the tensors' bytes.
-    import json
-    import struct
-    data = path.read_bytes()
-    size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + size])
-    body = data[8 + size:]
-    formats = {"F32": "f", "F64": "d", "I32": "i", "I64": "q"}
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        dtype = info["dtype"]
-        if dtype in ("BF16", "F16"):
-            raw = body[begin:end]
-            halves = struct.unpack(f"<{len(raw) // 2}H", raw)
-            if dtype == "BF16":
-                values = [struct.unpack("<f", struct.pack("<I", h << 16))[0]
-                          for h in halves]
-            else:
-                values = [struct.unpack("<e", struct.pack("<H", h))[0]
-                          for h in halves]
-        else:
-            code = formats[dtype]
-            width = struct.calcsize(code)
-            values = list(struct.unpack(f"<{(end - begin) // width}{code}",
-                                        body[begin:end]))
-        tensors[name] = values
-    return tensors
 
 
 def main() -> int:
@@ -164,16 +135,18 @@ def main() -> int:
             for name, _, binary in builds:
                 run([*launcher(ranks), str(binary), "--seed", "1", "--out",
                      str(work / f"{name}.safetensors")])
-            first = outputs(work / "baseline.safetensors")
-            second = outputs(work / "loomc.safetensors")
+            first = load_file(str(work / "baseline.safetensors"))
+            second = load_file(str(work / "loomc.safetensors"))
             if first.keys() != second.keys():
                 sys.exit("bench/versus: the two builds have different outputs")
             worst = 0.0
             for key in first:
-                scale = max((abs(v) for v in first[key]), default=0.0) or 1.0
-                diff = max((abs(a - b) for a, b in zip(first[key], second[key])),
-                           default=0.0)
-                worst = max(worst, diff / scale)
+                a = first[key].astype(np.float64)
+                b = second[key].astype(np.float64)
+                if a.size == 0:
+                    continue
+                scale = np.abs(a).max() or 1.0
+                worst = max(worst, float(np.abs(a - b).max()) / scale)
             speedup = (statistics.median(times["baseline"]) /
                        statistics.median(times["loomc"]))
             print(f"the baseline's median step takes {speedup:.2f}x loomc's; "

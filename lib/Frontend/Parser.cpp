@@ -612,6 +612,7 @@ private:
       onError(map.start(repeat->REPEAT()->getSymbol()),
               "'repeat' is a statement, not a value: write `x = repeat N { "
               "... }` on a line of its own, then use x");
+      // A placeholder: parseFile returns no AST once an error is counted.
       return makeExpr(ExprKind::Tuple, ctx);
     }
     auto *list = dynamic_cast<LoomParser::ListExprContext *>(ctx);

@@ -70,6 +70,12 @@ Linearity linearityOf(Operation *op) {
   return Linearity::None;
 }
 
+/// A softmax or a norm: split along a reduced dimension, it all-reduces its
+/// rows' statistics (Partitioner::splitNormalization).
+bool normalisesRows(Operation *op) {
+  return isa<SoftmaxOp, LayerNormOp, RMSNormOp>(op);
+}
+
 /// Whether the partitioner can split `op` along a factor of `kind`; it
 /// replicates the others.
 bool canSplit(Operation *op, FactorKind kind) {
@@ -78,7 +84,7 @@ bool canSplit(Operation *op, FactorKind kind) {
   case FactorKind::LinearReduction:
     return !isa<ConstantOp>(op);
   case FactorKind::NonLinearReduction:
-    return isa<MaxOp, CrossEntropyOp, SoftmaxOp, LayerNormOp, RMSNormOp>(op);
+    return isa<MaxOp, CrossEntropyOp>(op) || normalisesRows(op);
   case FactorKind::GatherIndex:
     return isa<EmbeddingOp>(op);
   case FactorKind::NeedReplication:
@@ -509,16 +515,22 @@ Value Partitioner::finishSplit(OpBuilder &builder, Value piece, Value source,
                 whole);
 }
 
+/// A rank-0 float constant of type `elementType`.
+static Value scalarConstant(OpBuilder &builder, Location loc, Type elementType,
+                            double value) {
+  auto scalarType = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      builder, loc, scalarType,
+      DenseElementsAttr::get(
+          scalarType, builder.getFloatAttr(elementType, value).getValue()));
+}
+
 Value Partitioner::scale(OpBuilder &builder, Location loc, Value value,
                          double factor) {
   auto type = cast<RankedTensorType>(value.getType());
-  auto scalarType = RankedTensorType::get({}, type.getElementType());
-  auto constant = ConstantOp::create(
-      builder, loc, scalarType,
-      DenseElementsAttr::get(
-          scalarType,
-          builder.getFloatAttr(type.getElementType(), factor).getValue()));
-  return MulOp::create(builder, loc, type, value, constant);
+  return MulOp::create(
+      builder, loc, type, value,
+      scalarConstant(builder, loc, type.getElementType(), factor));
 }
 
 LogicalResult Partitioner::partitionRuled(Operation *op,
@@ -561,7 +573,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
   // computed whole: a whole input costs nothing, a result wanted whole
   // would be gathered anyway, and a scale split only for storage is
   // gathered rather than the input sliced.
-  if (isa<SoftmaxOp, LayerNormOp, RMSNormOp>(op)) {
+  if (normalisesRows(op)) {
     Value input = op->getOperand(0);
     ShardingAttr recorded = getRecordedSharding(op->getResult(0));
     auto inputType = cast<RankedTensorType>(input.getType());
@@ -582,9 +594,9 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     // An input sliced here from a whole value is whole again for free (the
     // gather folds into the slice).
     auto slice = input.getDefiningOp<AllSliceOp>();
-    bool wholeIsFree = slice && llvm::any_of(reducedDims, [&](auto reduced) {
-                         return reduced.first == static_cast<int64_t>(slice.getDim());
-                       });
+    bool wholeIsFree =
+        slice && llvm::is_contained(llvm::make_first_range(reducedDims),
+                                    static_cast<int64_t>(slice.getDim()));
     int64_t allReduces = isa<RMSNormOp>(op) ? 1 : 2;
     bool splitRows =
         split && wanted && !wholeIsFree && 2 * allReduces < devices * rowLength;
@@ -696,7 +708,7 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
     if (!vocab.empty() || !linear.empty())
       return splitCrossEntropy(crossEntropy, vocab, linear);
   }
-  if (isa<SoftmaxOp, LayerNormOp, RMSNormOp>(op) && !vocab.empty())
+  if (normalisesRows(op) && !vocab.empty())
     return splitNormalization(op, vocab);
 
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
@@ -819,13 +831,9 @@ LogicalResult Partitioner::splitNormalization(Operation *op, const Axes &axes) {
                             ? "the layer norm's row sums of squared deviations"
                             : "the RMS norm's row sums of squares"),
         1.0 / count);
-    auto scalarType = RankedTensorType::get({}, f32);
-    Value epsilon = ConstantOp::create(
-        builder, loc, scalarType,
-        DenseElementsAttr::get(scalarType,
-                               builder.getF32FloatAttr(eps).getValue()));
     Value shiftedVariance =
-        AddOp::create(builder, loc, statType, variance, epsilon);
+        AddOp::create(builder, loc, statType, variance,
+                      scalarConstant(builder, loc, f32, eps));
     Value deviation = SqrtOp::create(builder, loc, statType, shiftedVariance);
     result = DivOp::create(builder, loc, wide, centred, deviation);
     result =
@@ -839,7 +847,7 @@ LogicalResult Partitioner::splitNormalization(Operation *op, const Axes &axes) {
 
   Layout layout = layouts[input];
   layout.partial.clear();
-  auto global = cast<RankedTensorType>(globalTypes[input]);
+  RankedTensorType global = globalTypes[input];
   op->getResult(0).replaceAllUsesWith(result);
   op->erase();
   setLayout(result, global, layout);

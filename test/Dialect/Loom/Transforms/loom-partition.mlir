@@ -182,6 +182,64 @@ func.func @norm_whole_input(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<
 
 // -----
 
+// An input split along its rows but a result wanted whole: the rows are
+// gathered once and normalised whole, not normalised in pieces (statistics
+// all-reduced) and then gathered as well.
+loom.mesh @m ["tp" = 2]
+func.func @norm_result_wanted_whole(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>},
+                                    %g: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>})
+    -> (tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>}) attributes {loom.model} {
+  %y = loom.rmsnorm %x, %g eps = 1.0e-06 {loom.sharding = [#loom.sharding<@m, [{}, {}]>]} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+// CHECK-LABEL: func.func @norm_result_wanted_whole
+// CHECK-NOT: all_reduce
+// CHECK: %[[X:.*]] = loom.all_gather %{{.*}} on @m ["tp"] dim 1 {{.*}} : tensor<4x4xf32> -> tensor<4x8xf32>
+// CHECK-NOT: all_reduce
+// CHECK: %[[Y:.*]] = loom.rmsnorm %[[X]], %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[Y]]
+
+// -----
+
+// Rows of one element a device: two all-reduces of a float a row would send
+// more than gathering the rows, so they are gathered.
+loom.mesh @m ["tp" = 2]
+func.func @softmax_short_rows(%x: tensor<4x2xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>})
+    -> (tensor<4x2xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>}) attributes {loom.model} {
+  %p = loom.softmax %x dim = 1 {loom.sharding = [#loom.sharding<@m, [{}, {"tp"}]>]} : tensor<4x2xf32>
+  return %p : tensor<4x2xf32>
+}
+// CHECK-LABEL: func.func @softmax_short_rows
+// CHECK-NOT: all_reduce
+// CHECK: %[[X:.*]] = loom.all_gather %{{.*}} on @m ["tp"] dim 1 {{.*}} : tensor<4x1xf32> -> tensor<4x2xf32>
+// CHECK: %[[P:.*]] = loom.softmax %[[X]] dim = 1 : tensor<4x2xf32>
+// CHECK: %[[S:.*]] = loom.all_slice %[[P]] on @m ["tp"] dim 1
+// CHECK: return %[[S]]
+
+// -----
+
+// An input that is a slice of a whole value along its rows is normalised
+// whole: the gather back folds into the slice (canonicalisation, after
+// this pass), and only the result is sliced.
+loom.mesh @m ["tp" = 2]
+func.func @norm_input_sliced(%x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {}]>},
+                             %g: tensor<8xf32> {loom.sharding = #loom.sharding<@m, [{}]>})
+    -> (tensor<4x8xf32> {loom.sharding = #loom.sharding<@m, [{}, {"tp"}]>}) attributes {loom.model} {
+  %s = loom.shard %x as <@m, [{}, {"tp"}]> {loom.sharding = [#loom.sharding<@m, [{}, {"tp"}]>]} : tensor<4x8xf32>
+  %y = loom.rmsnorm %s, %g eps = 1.0e-06 {loom.sharding = [#loom.sharding<@m, [{}, {"tp"}]>]} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+// CHECK-LABEL: func.func @norm_input_sliced
+// CHECK-NOT: all_reduce
+// CHECK: %[[S:.*]] = loom.all_slice %arg0 on @m ["tp"] dim 1
+// CHECK-NEXT: %[[X:.*]] = loom.all_gather %[[S]] on @m ["tp"] dim 1
+// CHECK-NEXT: %[[Y:.*]] = loom.rmsnorm %[[X]], %arg1 {{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: loom.all_slice %[[Y]] on @m ["tp"] dim 1
+// CHECK-NOT: all_reduce
+// CHECK: return
+
+// -----
+
 // A softmax over a split dimension: the rows' maxima all-reduced by max,
 // then their sums of exp by sum.
 loom.mesh @m ["tp" = 2]
