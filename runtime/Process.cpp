@@ -573,6 +573,76 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
                                out, outer, chunk);
 }
 
+extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
+                                const int *axes, int numAxes, int dtype,
+                                int reduction, const loomrt_member *members,
+                                int numMembers) {
+  int64_t n = groupSize(rt, axes, numAxes);
+  size_t element = elementBytes(dtype);
+  // What each member contributes to the packed buffer a rank, in elements:
+  // its input, or for reduce_scatter the n pieces of it (laid out [n][total]
+  // so that piece p of every member is contiguous).
+  std::vector<int64_t> start(size_t(numMembers) + 1, 0);
+  for (int i = 0; i < numMembers; ++i)
+    start[size_t(i) + 1] =
+        start[size_t(i)] + members[i].outer * members[i].chunk;
+  int64_t total = start[size_t(numMembers)];
+  const LoopbackOps &ops = *deviceOps().loopback;
+  size_t inBytes = size_t(total) * element *
+                   size_t(kind == LOOMRT_REDUCE_SCATTER ? n : 1),
+         outBytes = size_t(total) * element *
+                    size_t(kind == LOOMRT_ALL_GATHER ? n : 1);
+  char *packed = static_cast<char *>(ops.staging(kCombinedSlots, inBytes));
+  char *result =
+      kind == LOOMRT_ALL_REDUCE
+          ? packed // reduced in place
+          : static_cast<char *>(ops.staging(kCombinedSlots + 1, outBytes));
+  auto at = [&](char *base, int64_t elements) {
+    return base + size_t(elements) * element;
+  };
+  for (int i = 0; i < numMembers; ++i) {
+    const loomrt_member &m = members[i];
+    size_t row = size_t(m.chunk) * element;
+    if (kind == LOOMRT_REDUCE_SCATTER) // [outer][n][chunk] -> [n][total]
+      for (int64_t p = 0; p < n; ++p)
+        ops.copy2d(at(packed, p * total + start[size_t(i)]), row,
+                   static_cast<const char *>(m.in) + size_t(p) * row,
+                   size_t(n) * row, row, size_t(m.outer));
+    else
+      ops.copy2d(at(packed, start[size_t(i)]), size_t(m.outer) * row, m.in,
+                 size_t(m.outer) * row, size_t(m.outer) * row, 1);
+  }
+  std::string name =
+      kind == LOOMRT_ALL_GATHER ? "all_gather"
+      : kind == LOOMRT_ALL_REDUCE
+          ? (reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)")
+          : "reduce_scatter";
+  std::string text = format("combined %s of %d", name.c_str(), numMembers);
+  Collective c(rt, text.c_str(), axes, numAxes, site, dtype,
+               total * (kind == LOOMRT_REDUCE_SCATTER ? n : 1));
+  if (kind == LOOMRT_ALL_GATHER)
+    rt->transport->allGather(rt, c.what, axes, numAxes, dtype, packed, result,
+                             1, total);
+  else if (kind == LOOMRT_ALL_REDUCE)
+    rt->transport->allReduce(rt, c.what, axes, numAxes, dtype, reduction,
+                             packed, result, total);
+  else
+    rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction,
+                                 packed, result, 1, total);
+  for (int i = 0; i < numMembers; ++i) {
+    const loomrt_member &m = members[i];
+    size_t row = size_t(m.chunk) * element;
+    if (kind == LOOMRT_ALL_GATHER) // [n][total] -> [outer][n][chunk]
+      for (int64_t p = 0; p < n; ++p)
+        ops.copy2d(static_cast<char *>(m.out) + size_t(p) * row,
+                   size_t(n) * row, at(result, p * total + start[size_t(i)]),
+                   row, row, size_t(m.outer));
+    else
+      ops.copy2d(m.out, size_t(m.outer) * row, at(result, start[size_t(i)]),
+                 size_t(m.outer) * row, size_t(m.outer) * row, 1);
+  }
+}
+
 extern "C" void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int numAxes,
                                  int dtype, const void *in, void *out,
                                  int64_t outer, int64_t chunk) {

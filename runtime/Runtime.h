@@ -24,13 +24,17 @@ class Transport;
 /// address space (runtime/Loopback.cpp). Everything is ordered after the
 /// calling rank's earlier work (its stream, on a GPU); a mark is how
 /// another rank orders its own work after it.
+/// The staging slots of loomrt_combined: the members' packed inputs and
+/// the one collective's result (the transports' own use 0 and 1).
+constexpr int kCombinedSlots = 2;
 /// The first staging slot and mark of outgoing messages (send): each
 /// channel, or each send held back for a group (NCCL), has its own, so a
 /// message is never overwritten before it is received.
-constexpr int kSendSlots = 2;
+constexpr int kSendSlots = 4;
 
 struct LoopbackOps {
-  /// This rank's buffer `slot` (0, 1: collectives; kSendSlots on: one per
+  /// This rank's buffer `slot` (0, 1: collectives; kCombinedSlots and the
+  /// next: loomrt_combined; kSendSlots on: one per
   /// outgoing message), grown to at least `bytes`. Growing first waits for
   /// the rank's work, so no peer still reads the old one.
   void *(*staging)(int slot, size_t bytes);

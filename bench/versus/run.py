@@ -19,6 +19,7 @@ import argparse
 import os
 import re
 import statistics
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -57,11 +58,19 @@ def ranks_of(loomc: str, model: Path, mesh: list[str]) -> int:
     return ranks
 
 
-def explain_bytes(loomc: str, model: Path, mesh: list[str]) -> str:
-    text = run([loomc, str(model), *mesh, "--explain"])
+def explain(loomc: list[str], model: Path, mesh: list[str]) -> list[str]:
+    """Bytes a rank per step, and the collectives (as how many calls)."""
+    text = run([loomc[0], str(model), *mesh, *loomc[1:], "--explain"])
     found = re.search(r'^total: ([0-9.]+) bytes per rank per step', text,
                       re.MULTILINE)
-    return f"{float(found.group(1)):,.0f}" if found else "0"
+    count = re.search(r'^collectives of the per-device program: ([0-9]+)'
+                      r'(?:, run as ([0-9]+))?', text, re.MULTILINE)
+    calls = "0"
+    if count:
+        calls = count.group(1)
+        if count.group(2):
+            calls += f" (as {count.group(2)})"
+    return [f"{float(found.group(1)):,.0f}" if found else "0", calls]
 
 
 def launcher(ranks: int) -> list[str]:
@@ -88,6 +97,10 @@ def main() -> int:
         help="the compiler (default $LOOMC, else build/bin/loomc)")
     ap.add_argument("--baseline", metavar="LOOMC",
                     help="a second compiler to compare with (an older build)")
+    ap.add_argument("--baseline-flags", default="", metavar="FLAGS",
+                    help="loomc flags of the baseline build only, such as "
+                    "--combine-bytes=0; without --baseline, the baseline is "
+                    "--loomc with these flags")
     ap.add_argument("--mesh", help="mesh sizes, as loomc --mesh takes them")
     ap.add_argument("--steps", type=int, default=20,
                     help="steps a run (default %(default)s)")
@@ -101,19 +114,21 @@ def main() -> int:
     if not model.is_file():
         ap.error(f"no such model: {model}")
     mesh = ["--mesh", args.mesh] if args.mesh else []
-    compilers = [("loomc", args.loomc)]
-    if args.baseline:
-        compilers.insert(0, ("baseline", args.baseline))
+    compilers = [("loomc", args.loomc, [])]
+    if args.baseline or args.baseline_flags:
+        compilers.insert(0, ("baseline", args.baseline or args.loomc,
+                             shlex.split(args.baseline_flags)))
     ranks = ranks_of(args.loomc, model, mesh)
 
     with tempfile.TemporaryDirectory(prefix="loom-versus-") as work:
         work = Path(work)
         builds = []
-        for name, loomc in compilers:
+        for name, loomc, flags in compilers:
             binary = work / name
-            print(f"building {model.name} with {loomc}", flush=True)
-            run([loomc, str(model), *mesh, "-o", str(binary)])
-            builds.append((name, loomc, binary))
+            print(f"building {model.name} with {' '.join([loomc, *flags])}",
+                  flush=True)
+            run([loomc, str(model), *mesh, *flags, "-o", str(binary)])
+            builds.append((name, [loomc, *flags], binary))
         times = {name: [] for name, _, _ in builds}
         for index in range(args.runs):
             for name, _, binary in builds:
@@ -123,14 +138,14 @@ def main() -> int:
                 flush=True)
         rows = []
         for name, loomc, _ in builds:
-            rows.append([name, explain_bytes(loomc, model, mesh),
+            rows.append([name, *explain(loomc, model, mesh),
                          " ".join(f"{t:.3f}" for t in times[name]),
                          f"{statistics.median(times[name]):.3f}"])
         print()
         print(f"{model.name}, {ranks} rank(s), {args.steps} steps a run, "
               f"{args.runs} runs a build (median step of the slowest rank)")
-        print(table(["build", "bytes a rank per step", "median step a run (ms)",
-                     "median (ms)"], rows))
+        print(table(["build", "bytes a rank per step", "collectives",
+                     "median step a run (ms)", "median (ms)"], rows))
         if len(builds) == 2:
             for name, _, binary in builds:
                 run([*launcher(ranks), str(binary), "--seed", "1", "--out",

@@ -21,13 +21,17 @@ void loom::buildShardingPipeline(mlir::OpPassManager &pm) {
   pm.addPass(createLoomPropagateShardings());
 }
 
-void loom::buildSpmdPipeline(mlir::OpPassManager &pm) {
+void loom::buildSpmdPipeline(mlir::OpPassManager &pm,
+                             const SpmdOptions &options) {
   buildShardingPipeline(pm);
   pm.addPass(createLoomPartition());
   // Drops collectives over groups of one, merges reshard chains and
   // identical collectives.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  LoomCombineCollectivesOptions combine;
+  combine.maxBytes = options.combineBytes;
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomCombineCollectives(combine));
 }
 
 void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
@@ -39,8 +43,9 @@ void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(createLoomBatchContractions());
 }
 
-void loom::buildPlanPipeline(mlir::OpPassManager &pm) {
-  buildSpmdPipeline(pm);
+void loom::buildPlanPipeline(mlir::OpPassManager &pm,
+                             const SpmdOptions &options) {
+  buildSpmdPipeline(pm, options);
   pm.addNestedPass<mlir::func::FuncOp>(createLoomContractionOrder());
   buildKernelPlanPipeline(pm);
 }
@@ -50,7 +55,7 @@ void loom::registerLoomPipelines() {
       "loom-plan",
       "Partition, then make the plan every backend shares: fusion groups "
       "and the arena (what --emit=cpu generates code from)",
-      buildPlanPipeline);
+      [](mlir::OpPassManager &pm) { buildPlanPipeline(pm); });
   mlir::PassPipelineRegistration<>(
       "loom-sharding",
       "Clean up and propagate shardings (what --emit=sharded shows)",
@@ -58,7 +63,7 @@ void loom::registerLoomPipelines() {
   mlir::PassPipelineRegistration<>(
       "loom-spmd",
       "Propagate, partition and simplify collectives (what --emit=spmd shows)",
-      buildSpmdPipeline);
+      [](mlir::OpPassManager &pm) { buildSpmdPipeline(pm); });
   mlir::PassPipelineRegistration<>(
       "loom-frontend-cleanup",
       "Clean up Loom IR fresh from the front end (what --emit=loom shows)",

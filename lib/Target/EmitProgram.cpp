@@ -325,6 +325,7 @@ private:
   LogicalResult emitBatchedContraction(BatchedEinsumOp op);
   LogicalResult emitRepeat(RepeatOp repeat);
   LogicalResult emitCollective(Operation *op);
+  LogicalResult emitCombined(CombinedOp op);
   LogicalResult emitSlice(SliceOp op);
   void emitTables(raw_ostream &os);
 };
@@ -1304,6 +1305,61 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
   return fail(op, "unknown collective");
 }
 
+LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
+  SmallVector<CollectiveOpInterface> members = op.getMembers();
+  SmallVector<std::string> places, rows;
+  for (CollectiveOpInterface member : members) {
+    if (failed(checkPlanned(member)))
+      return failure();
+    places.push_back(formatSourceLoc(member->getLoc()));
+    Value in = member->getOperand(0), out = member->getResult(0);
+    // [outer, chunk] of the piece each rank holds, as the member's own call
+    // would take it.
+    int64_t outer = 1, chunk = tensorType(in).getNumElements();
+    if (auto gather = dyn_cast<AllGatherOp>(*member)) {
+      ArrayRef<int64_t> shape = tensorType(in).getShape();
+      outer = computeProduct(shape.take_front(gather.getDim()));
+      chunk = computeProduct(shape.drop_front(gather.getDim()));
+    } else if (auto scatter = dyn_cast<ReduceScatterOp>(*member)) {
+      ArrayRef<int64_t> shape = tensorType(out).getShape();
+      outer = computeProduct(shape.take_front(scatter.getDim()));
+      chunk = computeProduct(shape.drop_front(scatter.getDim()));
+    }
+    rows.push_back("{" + pointer(in) + ", " + pointer(out) + ", " +
+                   std::to_string(outer) + ", " + std::to_string(chunk) + "}");
+  }
+  CollectiveOpInterface first = members.front();
+  const char *kind = isa<AllGatherOp>(*first)   ? "LOOMRT_ALL_GATHER"
+                     : isa<AllReduceOp>(*first) ? "LOOMRT_ALL_REDUCE"
+                                                : "LOOMRT_REDUCE_SCATTER";
+  const char *reduction = "LOOMRT_SUM";
+  if (std::optional<ReductionKind> kindOf = first.getReductionKind()) {
+    if (*kindOf == ReductionKind::Max)
+      reduction = "LOOMRT_MAX";
+    else if (*kindOf != ReductionKind::Sum)
+      return fail(op, "the runtime reduces by sum or max only");
+  }
+  std::string name = fresh("members");
+  line() << "{ // loom.combined: " << members.size() << " "
+         << first->getName().getStringRef() << "s\n";
+  ++indent;
+  line() << "const loomrt_member " << name << "[] = {" << llvm::join(rows, ", ")
+         << "};\n";
+  ArrayAttr axes = cast<ArrayAttr>(first->getAttr("axes"));
+  line() << "loomrt_combined(rt, "
+         << quote(("loom.combined of " + first->getName().getStringRef() +
+                   " at " + llvm::join(places, ", "))
+                      .str())
+         << ", " << kind << ", " << axesTable(axes) << ", " << axes.size()
+         << ", "
+         << dtypeEnum(getElementTypeOrSelf(first->getOperand(0).getType()))
+         << ", " << reduction << ", " << name << ", " << members.size()
+         << ");\n";
+  --indent;
+  line() << "}\n";
+  return success();
+}
+
 LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
   if (failed(checkPlanned(repeat)))
     return failure();
@@ -1621,6 +1677,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitSlice(slice);
   if (auto repeat = dyn_cast<RepeatOp>(op))
     return emitRepeat(repeat);
+  if (auto combined = dyn_cast<CombinedOp>(op))
+    return emitCombined(combined);
   if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp, AllToAllOp,
           CollectivePermuteOp, BroadcastOp, SendOp, RecvOp>(op))
     return emitCollective(op);

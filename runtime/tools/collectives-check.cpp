@@ -216,6 +216,88 @@ void step(loomrt_ctx *rt, char *arena) {
           acc += valueOf(group[size_t(p)], (o * n + self) * 3 + j);
         return acc;
       });
+      // loomrt_combined: members of different layouts as one collective,
+      // each result what its own call gives. Member k holds values offset
+      // by 100 k.
+      {
+        const int64_t at[3] = {0, 8192, 16384};
+        auto memberValue = [&](int64_t rank, int k, int64_t i) {
+          return valueOf(rank, i + 100 * k);
+        };
+        // all_gathers: [2][3], [1][5] and [3][1] pieces.
+        const int64_t gOuter[3] = {2, 1, 3}, gChunk[3] = {3, 5, 1};
+        loomrt_member gathers[3];
+        for (int k = 0; k < 3; ++k) {
+          c.put(dtype, in + at[k], gOuter[k] * gChunk[k],
+                [&](int64_t i) { return memberValue(me, k, i); });
+          gathers[k] = {arena + in + at[k], arena + out + at[k], gOuter[k],
+                        gChunk[k]};
+        }
+        loomrt_combined(rt, "combined all_gather", LOOMRT_ALL_GATHER,
+                        axes.data(), int(axes.size()), dtype, LOOMRT_SUM,
+                        gathers, 3);
+        for (int k = 0; k < 3; ++k) {
+          int64_t chunk = gChunk[k];
+          c.expect("combined all_gather, member " + std::to_string(k) + suffix,
+                   dtype, out + at[k], gOuter[k] * n * chunk, [&](int64_t i) {
+                     int64_t o = i / (n * chunk), p = i / chunk % n,
+                             j = i % chunk;
+                     return memberValue(group[size_t(p)], k, o * chunk + j);
+                   });
+        }
+        // all_reduces, sum and max, of 24 and 7 elements.
+        for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
+          const int64_t counts[2] = {24, 7};
+          loomrt_member sums[2];
+          for (int k = 0; k < 2; ++k) {
+            c.put(dtype, in + at[k], counts[k],
+                  [&](int64_t i) { return memberValue(me, k, i); });
+            sums[k] = {arena + in + at[k], arena + out + at[k], 1, counts[k]};
+          }
+          loomrt_combined(rt, "combined all_reduce", LOOMRT_ALL_REDUCE,
+                          axes.data(), int(axes.size()), dtype, reduction, sums,
+                          2);
+          for (int k = 0; k < 2; ++k)
+            c.expect(std::string("combined ") +
+                         (reduction == LOOMRT_MAX ? "all_reduce(max)"
+                                                  : "all_reduce(sum)") +
+                         ", member " + std::to_string(k) + suffix,
+                     dtype, out + at[k], counts[k], [&](int64_t i) {
+                       double acc = memberValue(group[0], k, i);
+                       for (int64_t p = 1; p < n; ++p) {
+                         double v = memberValue(group[size_t(p)], k, i);
+                         acc = reduction == LOOMRT_MAX ? std::fmax(acc, v)
+                                                       : acc + v;
+                       }
+                       return acc;
+                     });
+        }
+        // reduce_scatters: [2][n][3] and [1][n][4] to their piece `self`.
+        const int64_t sOuter[2] = {2, 1}, sChunk[2] = {3, 4};
+        loomrt_member scatters[2];
+        for (int k = 0; k < 2; ++k) {
+          c.put(dtype, in + at[k], sOuter[k] * n * sChunk[k],
+                [&](int64_t i) { return memberValue(me, k, i); });
+          scatters[k] = {arena + in + at[k], arena + out + at[k], sOuter[k],
+                         sChunk[k]};
+        }
+        loomrt_combined(rt, "combined reduce_scatter", LOOMRT_REDUCE_SCATTER,
+                        axes.data(), int(axes.size()), dtype, LOOMRT_SUM,
+                        scatters, 2);
+        for (int k = 0; k < 2; ++k) {
+          int64_t chunk = sChunk[k];
+          c.expect("combined reduce_scatter, member " + std::to_string(k) +
+                       suffix,
+                   dtype, out + at[k], sOuter[k] * chunk, [&](int64_t i) {
+                     int64_t o = i / chunk, j = i % chunk;
+                     double acc = 0;
+                     for (int64_t p = 0; p < n; ++p)
+                       acc += memberValue(group[size_t(p)], k,
+                                          (o * n + self) * chunk + j);
+                     return acc;
+                   });
+        }
+      }
       // all_to_all: [2n][3] split along 0, concatenated along 1: [2][3n].
       int64_t shape[2] = {2 * n, 3};
       c.put(dtype, in, 6 * n, mine);

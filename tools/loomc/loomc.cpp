@@ -178,6 +178,15 @@ static llvm::cl::opt<std::string> meshOverride(
     "mesh", llvm::cl::desc("Override mesh axis sizes, e.g. --mesh dp=4,tp=2"),
     llvm::cl::value_desc("axis=size,..."), llvm::cl::cat(loomCategory));
 
+static llvm::cl::opt<int64_t> combineBytes(
+    "combine-bytes",
+    llvm::cl::desc("The most bytes one loom.combined holds: independent "
+                   "all_gathers, all_reduces or reduce_scatters of one kind "
+                   "and group run as one collective, up to this size "
+                   "(docs/partitioning.md 3.10); 0 combines none"),
+    llvm::cl::value_desc("bytes"), llvm::cl::init(32 << 20),
+    llvm::cl::cat(loomCategory));
+
 static llvm::cl::list<std::string>
     includeDirs("I", llvm::cl::desc("Add <dir> to the import search path"),
                 llvm::cl::value_desc("dir"), llvm::cl::Prefix,
@@ -377,6 +386,11 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   if (target == loom::Target::Cuda && !checkCudaArch(cudaArch))
     return 1;
+  if (combineBytes < 0) {
+    llvm::errs() << "loomc: error: --combine-bytes=" << combineBytes
+                 << ": a size in bytes is 0 or more (0 combines none)\n";
+    return 1;
+  }
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
@@ -387,6 +401,8 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (dtypeOverride == DType::F32)
     pm.addPass(loom::createLoomWidenFloats());
   bool hasMesh = !module->getOps<loom::MeshOp>().empty();
+  loom::SpmdOptions spmdOptions;
+  spmdOptions.combineBytes = combineBytes;
   bool generate =
       buildExecutable || emitKind == Emit::Cpu || emitKind == Emit::Cuda;
   if (generate && !hasMesh) {
@@ -394,9 +410,9 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     loom::buildFrontendCleanupPipeline(pm);
     loom::buildKernelPlanPipeline(pm);
   } else if (generate)
-    loom::buildPlanPipeline(pm);
+    loom::buildPlanPipeline(pm, spmdOptions);
   else if (analyse || emitKind == Emit::Spmd)
-    loom::buildSpmdPipeline(pm);
+    loom::buildSpmdPipeline(pm, spmdOptions);
   else if (emitKind == Emit::Sharded)
     loom::buildShardingPipeline(pm);
   else

@@ -9,6 +9,7 @@
 #include "dialects/loom/IR/TypeInference.h"
 
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
 
 using namespace mlir;
@@ -309,6 +310,51 @@ LogicalResult StartOp::verifyRegions() {
   if (getFuture().getType().getValueType() != valueType)
     return emitOpError("returns ") << getFuture().getType()
                                    << " for a collective of type " << valueType;
+  return success();
+}
+
+SmallVector<CollectiveOpInterface> CombinedOp::getMembers() {
+  SmallVector<CollectiveOpInterface> members;
+  for (Operation &op : getBody().front().without_terminator())
+    if (auto member = dyn_cast<CollectiveOpInterface>(op))
+      members.push_back(member);
+  return members;
+}
+
+LogicalResult CombinedOp::verifyRegions() {
+  Block &body = getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  SmallVector<CollectiveOpInterface> members = getMembers();
+  if (members.size() < 2 ||
+      members.size() != size_t(llvm::range_size(body.without_terminator())) ||
+      !llvm::all_of(members, [](CollectiveOpInterface member) {
+        return isa<AllGatherOp, AllReduceOp, ReduceScatterOp>(member);
+      }))
+    return emitOpError("body must hold two or more all_gathers, all_reduces "
+                       "or reduce_scatters, then loom.yield");
+  CollectiveOpInterface first = members.front();
+  Type elementType = getElementTypeOrSelf(first->getOperand(0).getType());
+  for (CollectiveOpInterface member : members) {
+    if (member->getName() != first->getName() ||
+        member.getMeshRef() != first.getMeshRef() ||
+        member.getGroupAxes() != first.getGroupAxes() ||
+        member.getReductionKind() != first.getReductionKind())
+      return emitOpError("members must be of one kind, over the same mesh "
+                         "axes, with the same reduction");
+    if (getElementTypeOrSelf(member->getOperand(0).getType()) != elementType)
+      return emitOpError("members must have one element type");
+    Operation *writer = member->getOperand(0).getDefiningOp();
+    if (writer && writer->getBlock() == &body)
+      return emitOpError("a member reads another member's result: they run "
+                         "at once");
+  }
+  if (yield.getValues().size() != members.size() ||
+      !llvm::all_of(llvm::zip(yield.getValues(), members), [](auto pair) {
+        return std::get<0>(pair) == std::get<1>(pair)->getResult(0);
+      }))
+    return emitOpError("body must yield its members' results, in order");
+  if (getResultTypes() != yield.getValues().getTypes())
+    return emitOpError("result types must be the members' result types");
   return success();
 }
 

@@ -810,6 +810,39 @@ def Loom_WaitOp : Loom_Op<"wait", [
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
 
+def Loom_CombinedOp : Loom_Op<"combined", [
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "Several collectives of one kind and group, run as one";
+  let description = [{
+    Its body holds two or more `loom.all_gather`s, `loom.all_reduce`s or
+    `loom.reduce_scatter`s of one kind, over the same mesh axes, with the
+    same reduction and element type, none reading another's result; it
+    yields their results in order. Backends pack the members' buffers into
+    one, run one collective over it and unpack the results: one latency
+    for all of them, where each small collective would pay its own. Made by
+    `loom-combine-collectives`; each member keeps its own explanation.
+
+    ```mlir
+    %a, %b = loom.combined -> (tensor<8x16xbf16>, tensor<16x4xbf16>) {
+      %0 = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+      %1 = loom.all_gather %y on @m ["dp"] dim 1 : tensor<16x2xbf16> -> tensor<16x4xbf16>
+      loom.yield %0, %1 : tensor<8x16xbf16>, tensor<16x4xbf16>
+    }
+    ```
+  }];
+  let results = (outs Variadic<Loom_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `->` `(` type($results) `)` attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The collectives it runs, in order (every op of the body but the
+    /// yield).
+    llvm::SmallVector<CollectiveOpInterface> getMembers();
+  }];
+}
+
 // Sends and receives must pair up across ranks: neither may be removed,
 // merged or reordered against another, so both read and write one resource.
 def Loom_CommunicationResource : Resource<"::loom::CommunicationResource">;
@@ -901,13 +934,14 @@ def Loom_RepeatOp : Loom_Op<"repeat", [
 }
 
 def Loom_YieldOp : Loom_Op<"yield", [Pure, Terminator,
-    ParentOneOf<["RepeatOp", "StartOp", "FusedOp"]>,
+    ParentOneOf<["RepeatOp", "StartOp", "FusedOp", "CombinedOp"]>,
     DeclareOpInterfaceMethods<RegionBranchTerminatorOpInterface,
         ["getMutableSuccessorOperands"]>]> {
-  let summary = "Ends one iteration of loom.repeat, or a loom.start or loom.fused body";
+  let summary = "Ends one iteration of loom.repeat, or a loom.start, loom.fused or loom.combined body";
   let description = [{
     In `loom.repeat`, yields the next carried values, then the per-iteration
-    outputs; in `loom.start`, the collective's result.
+    outputs; in `loom.start`, the collective's result; in `loom.combined`,
+    its collectives' results.
 
     ```mlir
     loom.yield %y : tensor<8x16xf32>

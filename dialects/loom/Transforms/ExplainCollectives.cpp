@@ -11,6 +11,8 @@
 #include "dialects/loom/IR/TypeInference.h"
 #include "dialects/loom/Transforms/Passes.h"
 
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
 #include <cmath>
@@ -106,12 +108,33 @@ std::string loom::describeCollective(const CollectiveInfo &info) {
             ", needed as " + info.to + " by " + info.consumer;
   if (!info.conflict.empty())
     text += "; conflicting annotations at " + info.conflict;
+  if (auto combined = dyn_cast<CombinedOp>(info.op->getParentOp())) {
+    size_t others = combined.getMembers().size() - 1;
+    text += others == 1 ? "; run as one with the other member of its "
+                          "loom.combined"
+                        : "; run as one with the " + std::to_string(others) +
+                              " other members of its loom.combined";
+  }
   return text;
 }
 
 void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
   std::vector<CollectiveInfo> infos = collectCollectives(module);
-  os << "collectives of the per-device program: " << infos.size() << "\n";
+  // Members of one loom.combined run as one collective: their numbers.
+  llvm::MapVector<Operation *, SmallVector<size_t>> combined;
+  for (auto [index, info] : llvm::enumerate(infos))
+    if (isa<CombinedOp>(info.op->getParentOp()))
+      combined[info.op->getParentOp()].push_back(index + 1);
+  os << "collectives of the per-device program: " << infos.size();
+  if (!combined.empty()) {
+    size_t members = 0;
+    for (auto &entry : combined)
+      members += entry.second.size();
+    os << ", run as " << infos.size() - members + combined.size()
+       << " (loom.combined runs " << members << " as " << combined.size()
+       << ")";
+  }
+  os << "\n";
   double total = 0;
   for (auto [index, info] : llvm::enumerate(infos)) {
     double bytes = info.bytesPerRank * info.iterations;
@@ -131,6 +154,14 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
     }
     if (!info.conflict.empty())
       os << "     conflicting annotations at " << info.conflict << "\n";
+    if (isa<CombinedOp>(info.op->getParentOp())) {
+      SmallVector<std::string> others;
+      for (size_t number : combined[info.op->getParentOp()])
+        if (number != index + 1)
+          others.push_back(std::to_string(number));
+      os << "     run as one with " << llvm::join(others, ", ")
+         << " (loom.combined)\n";
+    }
   }
   os << "total: " << formatNumber(total) << " bytes per rank per step\n";
 }

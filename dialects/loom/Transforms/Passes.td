@@ -367,6 +367,44 @@ def LoomBatchContractions : Pass<"loom-batch-contractions", "mlir::func::FuncOp"
   let dependentDialects = ["loom::LoomDialect"];
 }
 
+def LoomCombineCollectives : Pass<"loom-combine-collectives",
+                                   "mlir::func::FuncOp"> {
+  let summary = "Run independent collectives of one kind and group as one";
+  let description = [{
+    The first collective optimisation of the per-device program. In each
+    block (a function's body, a `loom.repeat`'s iteration), all_gathers,
+    all_reduces and reduce_scatters of the same kind, mesh axes, reduction
+    and element type whose operands are all made before the first reader of
+    any of their results become one `loom.combined`, placed just before that
+    reader: FSDP's gathers of a layer's weights, or a loss's sums, pay one
+    latency instead of one each. A collective that reads or feeds another
+    collective directly stays where it is. A group holds at most `max-bytes`
+    (its members' larger buffers, input or result, added up): its results
+    are alive from the first reader on, so the bound is also the most a
+    combination can add to the arena.
+
+    ```mlir
+    %a = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+    %b = loom.all_gather %y on @m ["dp"] dim 1 : tensor<16x2xbf16> -> tensor<16x4xbf16>
+    // becomes
+    %a, %b = loom.combined -> (tensor<8x16xbf16>, tensor<16x4xbf16>) {
+      %0 = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+      %1 = loom.all_gather %y on @m ["dp"] dim 1 : tensor<16x2xbf16> -> tensor<16x4xbf16>
+      loom.yield %0, %1 : tensor<8x16xbf16>, tensor<16x4xbf16>
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"32 << 20",
+           "The most bytes one combined collective holds; 0 combines none">,
+  ];
+  let statistics = [
+    Statistic<"numCombined", "combined", "Number of collectives combined">,
+    Statistic<"numGroups", "groups", "Number of loom.combined ops made">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 def LoomFuseAddNorm : Pass<"loom-fuse-add-norm", "mlir::func::FuncOp"> {
   let summary = "Make a residual sum and the norm that reads it one op";
   let description = [{

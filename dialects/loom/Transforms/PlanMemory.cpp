@@ -405,7 +405,9 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       if (op->getNumResults()) {
         SmallVector<int64_t> offsets;
         for (OpResult result : op->getResults()) {
-          auto found = buffers.find(owner(result));
+          // A loom.combined's results are its members'.
+          auto found = buffers.find(
+              owner(isa<CombinedOp>(op) ? root(result) : Value(result)));
           offsets.push_back(found == buffers.end() ? -1 : found->second.offset);
         }
         op->setAttr(LoomDialect::kOffsetsAttrName,

@@ -121,7 +121,9 @@ static double flopsOf(Operation *op) {
 
 namespace {
 struct AxisTraffic {
-  int64_t count = 0;
+  /// Collectives run, and calls that run them (a loom.combined's members
+  /// are one call).
+  int64_t count = 0, calls = 0;
   double bytes = 0;
 };
 } // namespace
@@ -134,8 +136,8 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
     function.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<FusedOp>(op->getParentOp()))
         return WalkResult::skip();
-      if (isa<CollectiveOpInterface, RepeatOp, YieldOp, func::ReturnOp,
-              ConstantOp, func::FuncOp>(op) ||
+      if (isa<CollectiveOpInterface, CombinedOp, RepeatOp, YieldOp,
+              func::ReturnOp, ConstantOp, func::FuncOp>(op) ||
           isView(op))
         return WalkResult::advance();
       KernelInfo info;
@@ -226,8 +228,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       }
     }
     function.walk([&](Operation *op) {
-      if (isa<CollectiveOpInterface, RepeatOp, ShardOp, YieldOp, func::ReturnOp,
-              ConstantOp>(op))
+      if (isa<CollectiveOpInterface, CombinedOp, RepeatOp, ShardOp, YieldOp,
+              func::ReturnOp, ConstantOp>(op))
         return;
       int64_t iterations = countIterations(op);
       flops += flopsOf(op) * iterations;
@@ -245,6 +247,9 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       order.push_back(key);
     AxisTraffic &entry = traffic[key];
     entry.count += info.iterations;
+    auto combined = dyn_cast<CombinedOp>(info.op->getParentOp());
+    if (!combined || combined.getMembers().front() == info.op)
+      entry.calls += info.iterations;
     entry.bytes += info.bytesPerRank * info.iterations;
   }
 
@@ -266,6 +271,7 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
           out.object([&] {
             out.attribute("axes", key);
             out.attribute("count", traffic[key].count);
+            out.attribute("calls", traffic[key].calls);
             out.attribute("bytes_per_rank", traffic[key].bytes);
           });
         }
@@ -311,11 +317,15 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
   os << "  collectives by mesh axes:\n";
   if (order.empty())
     os << "    none\n";
-  for (const std::string &key : order)
-    os << llvm::format(
-        "    %-10s %6lld collectives, %.0f bytes sent per rank\n",
-        ("[" + key + "]").c_str(), static_cast<long long>(traffic[key].count),
-        traffic[key].bytes);
+  for (const std::string &key : order) {
+    const AxisTraffic &entry = traffic[key];
+    os << llvm::format("    %-10s %6lld collectives, ",
+                       ("[" + key + "]").c_str(),
+                       static_cast<long long>(entry.count));
+    if (entry.calls != entry.count)
+      os << "run as " << entry.calls << " (loom.combined), ";
+    os << llvm::format("%.0f bytes sent per rank\n", entry.bytes);
+  }
   if (!planned)
     return;
   // The roofline inputs: what each kernel must move at least once, and its

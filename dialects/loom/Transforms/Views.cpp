@@ -149,6 +149,9 @@ Value loom::viewedValue(Value value) {
     Operation *owner = result.getOwner();
     if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner))
       return owner->getOperand(0);
+    if (auto combined = dyn_cast<CombinedOp>(owner)) // its members' buffers
+      return combined.getBody().front().getTerminator()->getOperand(
+          result.getResultNumber());
     return nullptr;
   }
   auto argument = cast<BlockArgument>(value);

@@ -80,7 +80,8 @@ bool isView(mlir::Operation *op);
 
 /// The value whose buffer `value` uses (reshape and shard results, a
 /// repeat's carried and stacked arguments, transposes read only by
-/// contractions), or null when it has a buffer of its own.
+/// contractions, a loom.combined's results: its members'), or null when it
+/// has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
 /// Where a value of a planned program (loom-plan-memory) lives in the

@@ -24,9 +24,17 @@ void buildFrontendCleanupPipeline(mlir::OpPassManager &pm);
 /// `--emit=sharded`: the cleanup, then sharding propagation.
 void buildShardingPipeline(mlir::OpPassManager &pm);
 
+/// What the SPMD pipeline's collective optimisation may do.
+struct SpmdOptions {
+  /// The most bytes one loom.combined holds (loom-combine-collectives'
+  /// max-bytes); 0 combines none.
+  int64_t combineBytes = 32 << 20;
+};
+
 /// `--emit=spmd`: propagation, partitioning into the per-device program,
 /// and simplification of its collectives.
-void buildSpmdPipeline(mlir::OpPassManager &pm);
+void buildSpmdPipeline(mlir::OpPassManager &pm,
+                       const SpmdOptions &options = {});
 
 /// The kernels and the arena of a per-device program, which every backend
 /// shares (loom-fuse-softmax-stats, loom-fuse-elementwise,
@@ -35,7 +43,8 @@ void buildKernelPlanPipeline(mlir::OpPassManager &pm);
 
 /// What code generation starts from: the SPMD pipeline, the contraction
 /// order (loom-contraction-order), then the kernel plan.
-void buildPlanPipeline(mlir::OpPassManager &pm);
+void buildPlanPipeline(mlir::OpPassManager &pm,
+                       const SpmdOptions &options = {});
 
 /// Registers every Loom pipeline with the global pass registry.
 void registerLoomPipelines();

@@ -878,6 +878,32 @@ model FsdpTp(x: f32[B<dp>, S, D]) -> (y: f32[B<dp>, S, D]) {
 }
 """)
 
+model("combined-collectives")("""
+mesh m = [%MESH%]
+const L = 2, B = 8, S = 8, D = 8, F = 16
+// collectives that loom-combine-collectives runs as one: a layer's
+// weights gathered over dp along different dimensions (FSDP), sums of
+// independent row-parallel products (f32 and bf16), and scatters of
+// such sums along different dimensions
+block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
+  param g: f32[D<dp>] = normal(1.0, 0.1)
+  param w1: f32[D<dp>, F<tp>] = normal(0.3)
+  param w2: f32[F<tp>, D<dp>] = normal(0.3)
+  param w3: f32[D, F<dp,tp>] = normal(0.3)
+  h = rmsnorm(x, g)
+  return x + silu(h @ w1) @ w2 + 0.1 * relu(h @ w3) @ transpose(w1)
+}
+model Combined(x: f32[B<dp>, S, D], u: f32[B, S, F<tp>], wa: f32[F<tp>, D],
+               wb: f32[F<tp>, D], c: bf16[B, S, F<tp>], wc: bf16[F<tp>, D],
+               wd: bf16[F<tp>, D])
+    -> (y: f32[B<dp>, S, D], p: f32[B, S<tp>, D], q: f32[B, S, D<tp>],
+        r: f32[B, S, D], s: f32[B, S, D], t: bf16[B, S, D], v: bf16[B, S, D]) {
+  y = x
+  y = repeat L as layers { Layer(y) }
+  return y, u @ wa, exp(u) @ wb, tanh(u) @ wa, u @ wb, c @ wc, c @ wd
+}
+""")
+
 model("normalisations-split-rows")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 16

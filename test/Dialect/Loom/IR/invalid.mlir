@@ -1274,7 +1274,7 @@ func.func @repeat_stacked_result_type(%x: tensor<8xf32>) {
 // -----
 
 func.func @yield_outside_repeat(%x: tensor<8xf32>) {
-  // expected-error @+1 {{'loom.yield' op expects parent op to be one of 'loom.repeat, loom.start, loom.fused'}}
+  // expected-error @+1 {{'loom.yield' op expects parent op to be one of 'loom.repeat, loom.start, loom.fused, loom.combined'}}
   loom.yield %x : tensor<8xf32>
   return
 }
