@@ -574,43 +574,49 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
 }
 
 extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
-                                const int *axes, int numAxes, int dtype,
-                                int reduction, const loomrt_member *members,
-                                int numMembers) {
+                                const int *axes, int numAxes, int reduction,
+                                const loomrt_member *members, int numMembers) {
   int64_t n = groupSize(rt, axes, numAxes);
-  size_t element = elementBytes(dtype);
-  // What each member contributes to the packed buffer a rank, in elements:
-  // its input, or for reduce_scatter the n pieces of it (laid out [n][total]
-  // so that piece p of every member is contiguous).
-  std::vector<int64_t> start(size_t(numMembers) + 1, 0);
+  // A reduction adds elements of one type. A gather moves bits, so its
+  // members may differ in type: it moves units of the smallest element
+  // size among them, which divides every member's bytes.
+  int dtype = members[0].dtype;
+  for (int i = 1; i < numMembers; ++i) {
+    if (kind != LOOMRT_ALL_GATHER && members[i].dtype != dtype)
+      loomrt_fail(rt, site,
+                  "the members of a combined reduction differ in type");
+    if (elementBytes(members[i].dtype) < elementBytes(dtype))
+      dtype = members[i].dtype;
+  }
+  size_t unit = elementBytes(dtype);
+  // Each member's bytes a rank in the packed buffer: its input, or for
+  // reduce_scatter one of its n pieces (the buffer is [n][total], so that
+  // piece p of every member is contiguous).
+  std::vector<size_t> start(size_t(numMembers) + 1, 0);
   for (int i = 0; i < numMembers; ++i)
     start[size_t(i) + 1] =
-        start[size_t(i)] + members[i].outer * members[i].chunk;
-  int64_t total = start[size_t(numMembers)];
+        start[size_t(i)] + size_t(members[i].outer * members[i].chunk) *
+                               elementBytes(members[i].dtype);
+  size_t total = start[size_t(numMembers)];
   const LoopbackOps &ops = *deviceOps().loopback;
-  size_t inBytes = size_t(total) * element *
-                   size_t(kind == LOOMRT_REDUCE_SCATTER ? n : 1),
-         outBytes = size_t(total) * element *
-                    size_t(kind == LOOMRT_ALL_GATHER ? n : 1);
-  char *packed = static_cast<char *>(ops.staging(kCombinedSlots, inBytes));
-  char *result =
-      kind == LOOMRT_ALL_REDUCE
-          ? packed // reduced in place
-          : static_cast<char *>(ops.staging(kCombinedSlots + 1, outBytes));
-  auto at = [&](char *base, int64_t elements) {
-    return base + size_t(elements) * element;
-  };
+  char *packed = static_cast<char *>(ops.staging(
+      kCombinedSlots, total * size_t(kind == LOOMRT_REDUCE_SCATTER ? n : 1)));
+  char *result = kind == LOOMRT_ALL_REDUCE
+                     ? packed // reduced in place
+                     : static_cast<char *>(ops.staging(
+                           kCombinedSlots + 1,
+                           total * size_t(kind == LOOMRT_ALL_GATHER ? n : 1)));
   for (int i = 0; i < numMembers; ++i) {
     const loomrt_member &m = members[i];
-    size_t row = size_t(m.chunk) * element;
+    size_t row = size_t(m.chunk) * elementBytes(m.dtype),
+           piece = size_t(m.outer) * row;
     if (kind == LOOMRT_REDUCE_SCATTER) // [outer][n][chunk] -> [n][total]
       for (int64_t p = 0; p < n; ++p)
-        ops.copy2d(at(packed, p * total + start[size_t(i)]), row,
+        ops.copy2d(packed + size_t(p) * total + start[size_t(i)], row,
                    static_cast<const char *>(m.in) + size_t(p) * row,
                    size_t(n) * row, row, size_t(m.outer));
     else
-      ops.copy2d(at(packed, start[size_t(i)]), size_t(m.outer) * row, m.in,
-                 size_t(m.outer) * row, size_t(m.outer) * row, 1);
+      ops.copy2d(packed + start[size_t(i)], piece, m.in, piece, piece, 1);
   }
   std::string name =
       kind == LOOMRT_ALL_GATHER ? "all_gather"
@@ -618,28 +624,30 @@ extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
           ? (reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)")
           : "reduce_scatter";
   std::string text = format("combined %s of %d", name.c_str(), numMembers);
+  int64_t units = int64_t(total / unit);
   Collective c(rt, text.c_str(), axes, numAxes, site, dtype,
-               total * (kind == LOOMRT_REDUCE_SCATTER ? n : 1));
+               units * (kind == LOOMRT_REDUCE_SCATTER ? n : 1));
   if (kind == LOOMRT_ALL_GATHER)
     rt->transport->allGather(rt, c.what, axes, numAxes, dtype, packed, result,
-                             1, total);
+                             1, units);
   else if (kind == LOOMRT_ALL_REDUCE)
     rt->transport->allReduce(rt, c.what, axes, numAxes, dtype, reduction,
-                             packed, result, total);
+                             packed, result, units);
   else
     rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction,
-                                 packed, result, 1, total);
+                                 packed, result, 1, units);
   for (int i = 0; i < numMembers; ++i) {
     const loomrt_member &m = members[i];
-    size_t row = size_t(m.chunk) * element;
+    size_t row = size_t(m.chunk) * elementBytes(m.dtype),
+           piece = size_t(m.outer) * row;
     if (kind == LOOMRT_ALL_GATHER) // [n][total] -> [outer][n][chunk]
       for (int64_t p = 0; p < n; ++p)
         ops.copy2d(static_cast<char *>(m.out) + size_t(p) * row,
-                   size_t(n) * row, at(result, p * total + start[size_t(i)]),
-                   row, row, size_t(m.outer));
+                   size_t(n) * row,
+                   result + size_t(p) * total + start[size_t(i)], row, row,
+                   size_t(m.outer));
     else
-      ops.copy2d(m.out, size_t(m.outer) * row, at(result, start[size_t(i)]),
-                 size_t(m.outer) * row, size_t(m.outer) * row, 1);
+      ops.copy2d(m.out, piece, result + start[size_t(i)], piece, piece, 1);
   }
 }
 

@@ -1326,6 +1326,7 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
       chunk = computeProduct(shape.drop_front(scatter.getDim()));
     }
     rows.push_back("{" + pointer(in) + ", " + pointer(out) + ", " +
+                   dtypeEnum(tensorType(in).getElementType()) + ", " +
                    std::to_string(outer) + ", " + std::to_string(chunk) + "}");
   }
   CollectiveOpInterface first = members.front();
@@ -1351,8 +1352,6 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
                    " at " + llvm::join(places, ", "))
                       .str())
          << ", " << kind << ", " << axesTable(axes) << ", " << axes.size()
-         << ", "
-         << dtypeEnum(getElementTypeOrSelf(first->getOperand(0).getType()))
          << ", " << reduction << ", " << name << ", " << members.size()
          << ");\n";
   --indent;

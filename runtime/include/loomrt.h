@@ -126,12 +126,13 @@ void loomrt_all_gather(loomrt_ctx *rt, const char *site, const int *axes, int nu
 void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site, const int *axes, int num_axes,
                            int dtype, int reduction, const void *in, void *out,
                            int64_t outer, int64_t chunk);
-/* Several all_gathers, all_reduces or reduce_scatters of one kind, group,
- * reduction and dtype (loom.combined) as one collective: each member's
- * buffers and layout are those its own call takes (an all_reduce's
+/* Several all_gathers, all_reduces or reduce_scatters of one kind, group
+ * and reduction (loom.combined) as one collective: each member's buffers,
+ * dtype and layout are those its own call takes (an all_reduce's
  * [outer, chunk] is [1, count]; `in` and `out` may be one buffer only for
- * all_reduce). The members' pieces are packed into one buffer first, so
- * every input is read before any output is written. */
+ * all_reduce). A reduction's members have one dtype; a gather's may
+ * differ. The members' pieces are packed into one buffer first, so every
+ * input is read before any output is written. */
 enum {
   LOOMRT_ALL_GATHER = 0,
   LOOMRT_ALL_REDUCE = 1,
@@ -140,10 +141,11 @@ enum {
 typedef struct {
   const void *in;
   void *out;
+  int dtype;
   int64_t outer, chunk;
 } loomrt_member;
 void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
-                     const int *axes, int num_axes, int dtype, int reduction,
+                     const int *axes, int num_axes, int reduction,
                      const loomrt_member *members, int num_members);
 void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int num_axes, int dtype,
                       const void *in, void *out, int64_t outer, int64_t chunk);

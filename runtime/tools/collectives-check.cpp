@@ -230,12 +230,11 @@ void step(loomrt_ctx *rt, char *arena) {
         for (int k = 0; k < 3; ++k) {
           c.put(dtype, in + at[k], gOuter[k] * gChunk[k],
                 [&](int64_t i) { return memberValue(me, k, i); });
-          gathers[k] = {arena + in + at[k], arena + out + at[k], gOuter[k],
-                        gChunk[k]};
+          gathers[k] = {arena + in + at[k], arena + out + at[k], dtype,
+                        gOuter[k], gChunk[k]};
         }
         loomrt_combined(rt, "combined all_gather", LOOMRT_ALL_GATHER,
-                        axes.data(), int(axes.size()), dtype, LOOMRT_SUM,
-                        gathers, 3);
+                        axes.data(), int(axes.size()), LOOMRT_SUM, gathers, 3);
         for (int k = 0; k < 3; ++k) {
           int64_t chunk = gChunk[k];
           c.expect("combined all_gather, member " + std::to_string(k) + suffix,
@@ -245,6 +244,30 @@ void step(loomrt_ctx *rt, char *arena) {
                      return memberValue(group[size_t(p)], k, o * chunk + j);
                    });
         }
+        // Gathers of three types at once (they move bits): this dtype's
+        // [2][3], then f32 [1][5] and i32 [3][1]; once, with bf16 first.
+        if (dtype == LOOMRT_BF16) {
+          const int types[3] = {LOOMRT_BF16, LOOMRT_F32, LOOMRT_I32};
+          loomrt_member mixed[3];
+          for (int k = 0; k < 3; ++k) {
+            c.put(types[k], in + at[k], gOuter[k] * gChunk[k],
+                  [&](int64_t i) { return memberValue(me, k, i); });
+            mixed[k] = {arena + in + at[k], arena + out + at[k], types[k],
+                        gOuter[k], gChunk[k]};
+          }
+          loomrt_combined(rt, "combined all_gather", LOOMRT_ALL_GATHER,
+                          axes.data(), int(axes.size()), LOOMRT_SUM, mixed, 3);
+          for (int k = 0; k < 3; ++k) {
+            int64_t chunk = gChunk[k];
+            c.expect(
+                "combined all_gather of three types, member " +
+                    std::to_string(k) + " (" + dtypeName(types[k]) + ")" + over,
+                types[k], out + at[k], gOuter[k] * n * chunk, [&](int64_t i) {
+                  int64_t o = i / (n * chunk), p = i / chunk % n, j = i % chunk;
+                  return memberValue(group[size_t(p)], k, o * chunk + j);
+                });
+          }
+        }
         // all_reduces, sum and max, of 24 and 7 elements.
         for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
           const int64_t counts[2] = {24, 7};
@@ -252,11 +275,11 @@ void step(loomrt_ctx *rt, char *arena) {
           for (int k = 0; k < 2; ++k) {
             c.put(dtype, in + at[k], counts[k],
                   [&](int64_t i) { return memberValue(me, k, i); });
-            sums[k] = {arena + in + at[k], arena + out + at[k], 1, counts[k]};
+            sums[k] = {arena + in + at[k], arena + out + at[k], dtype, 1,
+                       counts[k]};
           }
           loomrt_combined(rt, "combined all_reduce", LOOMRT_ALL_REDUCE,
-                          axes.data(), int(axes.size()), dtype, reduction, sums,
-                          2);
+                          axes.data(), int(axes.size()), reduction, sums, 2);
           for (int k = 0; k < 2; ++k)
             c.expect(std::string("combined ") +
                          (reduction == LOOMRT_MAX ? "all_reduce(max)"
@@ -278,12 +301,11 @@ void step(loomrt_ctx *rt, char *arena) {
         for (int k = 0; k < 2; ++k) {
           c.put(dtype, in + at[k], sOuter[k] * n * sChunk[k],
                 [&](int64_t i) { return memberValue(me, k, i); });
-          scatters[k] = {arena + in + at[k], arena + out + at[k], sOuter[k],
-                         sChunk[k]};
+          scatters[k] = {arena + in + at[k], arena + out + at[k], dtype,
+                         sOuter[k], sChunk[k]};
         }
         loomrt_combined(rt, "combined reduce_scatter", LOOMRT_REDUCE_SCATTER,
-                        axes.data(), int(axes.size()), dtype, LOOMRT_SUM,
-                        scatters, 2);
+                        axes.data(), int(axes.size()), LOOMRT_SUM, scatters, 2);
         for (int k = 0; k < 2; ++k) {
           int64_t chunk = sChunk[k];
           c.expect("combined reduce_scatter, member " + std::to_string(k) +

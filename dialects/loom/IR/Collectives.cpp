@@ -341,8 +341,10 @@ LogicalResult CombinedOp::verifyRegions() {
         member.getReductionKind() != first.getReductionKind())
       return emitOpError("members must be of one kind, over the same mesh "
                          "axes, with the same reduction");
-    if (getElementTypeOrSelf(member->getOperand(0).getType()) != elementType)
-      return emitOpError("members must have one element type");
+    // A gather moves bits; a reduction adds elements of one type.
+    if (!isa<AllGatherOp>(*member) &&
+        getElementTypeOrSelf(member->getOperand(0).getType()) != elementType)
+      return emitOpError("reducing members must have one element type");
     Operation *writer = member->getOperand(0).getDefiningOp();
     if (writer && writer->getBlock() == &body)
       return emitOpError("a member reads another member's result: they run "

@@ -816,7 +816,8 @@ def Loom_CombinedOp : Loom_Op<"combined", [
   let description = [{
     Its body holds two or more `loom.all_gather`s, `loom.all_reduce`s or
     `loom.reduce_scatter`s of one kind, over the same mesh axes, with the
-    same reduction and element type, none reading another's result; it
+    same reduction (and, for reductions, the same element type: gathers
+    move bits, so theirs may differ), none reading another's result; it
     yields their results in order. Backends pack the members' buffers into
     one, run one collective over it and unpack the results: one latency
     for all of them, where each small collective would pay its own. Made by

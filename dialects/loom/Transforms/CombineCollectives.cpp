@@ -49,9 +49,12 @@ struct Key {
 
 Key keyOf(Operation *op) {
   auto collective = cast<CollectiveOpInterface>(op);
+  // Gathers move bits: f32 norms and bf16 weights gather together.
+  Type elementType = isa<AllGatherOp>(op)
+                         ? Type()
+                         : getElementTypeOrSelf(op->getOperand(0).getType());
   return {op->getName(), collective.getMeshRef(), op->getAttr("axes"),
-          collective.getReductionKind(),
-          getElementTypeOrSelf(op->getOperand(0).getType())};
+          collective.getReductionKind(), elementType};
 }
 
 struct Group {

@@ -373,8 +373,8 @@ def LoomCombineCollectives : Pass<"loom-combine-collectives",
   let description = [{
     The first collective optimisation of the per-device program. In each
     block (a function's body, a `loom.repeat`'s iteration), all_gathers,
-    all_reduces and reduce_scatters of the same kind, mesh axes, reduction
-    and element type whose operands are all made before the first reader of
+    all_reduces and reduce_scatters of the same kind, mesh axes and
+    reduction (and element type, for reductions) whose operands are all made before the first reader of
     any of their results become one `loom.combined`, placed just before that
     reader: FSDP's gathers of a layer's weights, or a loss's sums, pay one
     latency instead of one each. A collective that reads or feeds another

@@ -895,12 +895,15 @@ block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
 }
 model Combined(x: f32[B<dp>, S, D], u: f32[B, S, F<tp>], wa: f32[F<tp>, D],
                wb: f32[F<tp>, D], c: bf16[B, S, F<tp>], wc: bf16[F<tp>, D],
-               wd: bf16[F<tp>, D])
+               wd: bf16[F<tp>, D], gm: f32[D<dp>], wm: bf16[D<dp>, F])
     -> (y: f32[B<dp>, S, D], p: f32[B, S<tp>, D], q: f32[B, S, D<tp>],
-        r: f32[B, S, D], s: f32[B, S, D], t: bf16[B, S, D], v: bf16[B, S, D]) {
+        r: f32[B, S, D], s: f32[B, S, D], t: bf16[B, S, D], v: bf16[B, S, D],
+        g2: f32[D], w2: bf16[D, F]) {
   y = x
   y = repeat L as layers { Layer(y) }
-  return y, u @ wa, exp(u) @ wb, tanh(u) @ wa, u @ wb, c @ wc, c @ wd
+  // gathers of two element types (f32 and bf16) in one
+  return y, u @ wa, exp(u) @ wb, tanh(u) @ wa, u @ wb, c @ wc, c @ wd,
+         gm * 2.0, wm * wm
 }
 """)
 

@@ -86,7 +86,7 @@ func.func @two_reductions(%x: tensor<8xf32>) {
 loom.mesh @m ["dp" = 2, "tp" = 4]
 
 func.func @two_types(%x: tensor<8xf32>, %y: tensor<8xbf16>) {
-  // expected-error @+1 {{'loom.combined' op members must have one element type}}
+  // expected-error @+1 {{'loom.combined' op reducing members must have one element type}}
   %r:2 = loom.combined -> (tensor<8xf32>, tensor<8xbf16>) {
     %0 = loom.all_reduce %x on @m ["tp"] sum : tensor<8xf32>
     %1 = loom.all_reduce %y on @m ["tp"] sum : tensor<8xbf16>

@@ -39,3 +39,15 @@ func.func @sums_and_scatters(%x: tensor<4xf32>, %y: tensor<2x3xf32>, %z: tensor<
   }
   return %s#0, %r#0 : tensor<4xf32>, tensor<1x8xf32>
 }
+
+// Gathers move bits: an f32 norm gain and a bf16 weight in one.
+// CHECK-LABEL: func.func @mixed_gathers
+// CHECK: loom.combined -> (tensor<8xf32>, tensor<8x16xbf16>)
+func.func @mixed_gathers(%g: tensor<4xf32>, %w: tensor<4x16xbf16>) -> (tensor<8xf32>, tensor<8x16xbf16>) {
+  %r:2 = loom.combined -> (tensor<8xf32>, tensor<8x16xbf16>) {
+    %0 = loom.all_gather %g on @m ["dp"] dim 0 : tensor<4xf32> -> tensor<8xf32>
+    %1 = loom.all_gather %w on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+    loom.yield %0, %1 : tensor<8xf32>, tensor<8x16xbf16>
+  }
+  return %r#0, %r#1 : tensor<8xf32>, tensor<8x16xbf16>
+}

@@ -117,3 +117,19 @@ func.func @in_repeat(%x: tensor<4x8xf32>, %w: tensor<2x8x8xf32>) -> tensor<1x8xf
   %o = loom.all_slice %r on @m ["tp"] dim 0 : tensor<4x8xf32> -> tensor<1x8xf32>
   return %o : tensor<1x8xf32>
 }
+
+// -----
+
+loom.mesh @m ["dp" = 2, "tp" = 4]
+
+// Gathers of different element types (an f32 gain, a bf16 weight) move
+// bits and share a collective; sums of different types do not (@apart).
+// CHECK-LABEL: func.func @mixed_types
+// CHECK:       loom.combined -> (tensor<8xf32>, tensor<8x16xbf16>)
+func.func @mixed_types(%x: tensor<4x8xbf16>, %g: tensor<4xf32>, %w: tensor<4x16xbf16>) -> tensor<4x16xbf16> {
+  %gg = loom.all_gather %g on @m ["dp"] dim 0 : tensor<4xf32> -> tensor<8xf32>
+  %n = loom.rmsnorm %x, %gg eps = 1.0e-06 : tensor<4x8xbf16>, tensor<8xf32> -> tensor<4x8xbf16>
+  %wg = loom.all_gather %w on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+  %y = loom.matmul %n, %wg : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}
