@@ -224,49 +224,41 @@ void step(loomrt_ctx *rt, char *arena) {
         auto memberValue = [&](int64_t rank, int k, int64_t i) {
           return valueOf(rank, i + 100 * k);
         };
-        // all_gathers: [2][3], [1][5] and [3][1] pieces.
-        const int64_t gOuter[3] = {2, 1, 3}, gChunk[3] = {3, 5, 1};
-        loomrt_member gathers[3];
-        for (int k = 0; k < 3; ++k) {
-          c.put(dtype, in + at[k], gOuter[k] * gChunk[k],
-                [&](int64_t i) { return memberValue(me, k, i); });
-          gathers[k] = {arena + in + at[k], arena + out + at[k], dtype,
-                        gOuter[k], gChunk[k]};
-        }
-        loomrt_combined(rt, "combined all_gather", LOOMRT_ALL_GATHER,
-                        axes.data(), int(axes.size()), LOOMRT_SUM, gathers, 3);
-        for (int k = 0; k < 3; ++k) {
-          int64_t chunk = gChunk[k];
-          c.expect("combined all_gather, member " + std::to_string(k) + suffix,
-                   dtype, out + at[k], gOuter[k] * n * chunk, [&](int64_t i) {
-                     int64_t o = i / (n * chunk), p = i / chunk % n,
-                             j = i % chunk;
-                     return memberValue(group[size_t(p)], k, o * chunk + j);
-                   });
-        }
-        // Gathers of three types at once (they move bits): this dtype's
-        // [2][3], then f32 [1][5] and i32 [3][1]; once, with bf16 first.
-        if (dtype == LOOMRT_BF16) {
-          const int types[3] = {LOOMRT_BF16, LOOMRT_F32, LOOMRT_I32};
-          loomrt_member mixed[3];
+        // all_gathers of [2][3], [1][5] and [3][1] pieces, of `types`.
+        auto gatherThree = [&](const int types[3], const std::string &what) {
+          const int64_t outer[3] = {2, 1, 3}, chunk[3] = {3, 5, 1};
+          loomrt_member gathers[3];
           for (int k = 0; k < 3; ++k) {
-            c.put(types[k], in + at[k], gOuter[k] * gChunk[k],
+            c.put(types[k], in + at[k], outer[k] * chunk[k],
                   [&](int64_t i) { return memberValue(me, k, i); });
-            mixed[k] = {arena + in + at[k], arena + out + at[k], types[k],
-                        gOuter[k], gChunk[k]};
+            gathers[k] = {arena + in + at[k], arena + out + at[k], types[k],
+                          outer[k], chunk[k]};
           }
           loomrt_combined(rt, "combined all_gather", LOOMRT_ALL_GATHER,
-                          axes.data(), int(axes.size()), LOOMRT_SUM, mixed, 3);
+                          axes.data(), int(axes.size()), LOOMRT_SUM, gathers,
+                          3);
           for (int k = 0; k < 3; ++k) {
-            int64_t chunk = gChunk[k];
-            c.expect(
-                "combined all_gather of three types, member " +
-                    std::to_string(k) + " (" + dtypeName(types[k]) + ")" + over,
-                types[k], out + at[k], gOuter[k] * n * chunk, [&](int64_t i) {
-                  int64_t o = i / (n * chunk), p = i / chunk % n, j = i % chunk;
-                  return memberValue(group[size_t(p)], k, o * chunk + j);
-                });
+            int64_t width = chunk[k];
+            c.expect(what + std::to_string(k) +
+                         (types[0] == types[2]
+                              ? std::string(" ") + dtypeName(types[k])
+                              : std::string(" (") + dtypeName(types[k]) + ")") +
+                         over,
+                     types[k], out + at[k], outer[k] * n * width,
+                     [&](int64_t i) {
+                       int64_t o = i / (n * width), p = i / width % n,
+                               j = i % width;
+                       return memberValue(group[size_t(p)], k, o * width + j);
+                     });
           }
+        };
+        const int sameType[3] = {dtype, dtype, dtype};
+        gatherThree(sameType, "combined all_gather, member ");
+        // Gathers move bits, so members may differ in type: once, with
+        // bf16 first.
+        if (dtype == LOOMRT_BF16) {
+          const int threeTypes[3] = {LOOMRT_BF16, LOOMRT_F32, LOOMRT_I32};
+          gatherThree(threeTypes, "combined all_gather of three types, member ");
         }
         // all_reduces, sum and max, of 24 and 7 elements.
         for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
