@@ -213,6 +213,11 @@ int64_t loom::syntheticIdBound(Value input) {
                    CollectivePermuteOp, TransposeOp, SliceOp>(user))
         for (Value result : user->getResults())
           work.push_back(result);
+      else if (auto combined = dyn_cast<CombinedOp>(user->getParentOp());
+               combined && isa<YieldOp>(user)) // a member's gathered value
+        for (OpOperand &use : value.getUses())
+          if (use.getOwner() == user)
+            work.push_back(combined.getResult(use.getOperandNumber()));
     }
   }
   return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;

@@ -895,15 +895,21 @@ block Layer(x: f32[B<dp>, S, D]) -> f32[B<dp>, S, D] {
 }
 model Combined(x: f32[B<dp>, S, D], u: f32[B, S, F<tp>], wa: f32[F<tp>, D],
                wb: f32[F<tp>, D], c: bf16[B, S, F<tp>], wc: bf16[F<tp>, D],
-               wd: bf16[F<tp>, D], gm: f32[D<dp>], wm: bf16[D<dp>, F])
+               wd: bf16[F<tp>, D], gm: f32[D<dp>], wm: bf16[D<dp>, F],
+               ids: i32[B<tp>, S], h: f16[F<tp>, D])
     -> (y: f32[B<dp>, S, D], p: f32[B, S<tp>, D], q: f32[B, S, D<tp>],
         r: f32[B, S, D], s: f32[B, S, D], t: bf16[B, S, D], v: bf16[B, S, D],
-        g2: f32[D], w2: bf16[D, F]) {
+        g2: f32[D], w2: bf16[D, F], e: f32[B, S, D], h2: f16[F, D]) {
+  param table: f32[12<tp>, D] = normal(1.0)
   y = x
   y = repeat L as layers { Layer(y) }
-  // gathers of two element types (f32 and bf16) in one
+  // gathers of two element types (f32 and bf16) in one; token ids gathered
+  // with f16 values for a vocabulary-split embedding (the synthetic ids'
+  // bound is found through the loom.combined)
+  hh = h * h
+  e = embedding(ids, table)
   return y, u @ wa, exp(u) @ wb, tanh(u) @ wa, u @ wb, c @ wc, c @ wd,
-         gm * 2.0, wm * wm
+         gm * 2.0, wm * wm, e, hh
 }
 """)
 
