@@ -183,7 +183,8 @@ static llvm::cl::opt<int64_t> combineBytes(
     llvm::cl::desc("The most bytes one loom.combined holds: independent "
                    "all_gathers, all_reduces or reduce_scatters of one kind "
                    "and group run as one collective, up to this size "
-                   "(docs/partitioning.md 3.10); 0 combines none"),
+                   "(default 33554432, 32 MiB; docs/partitioning.md 3.10); "
+                   "0 combines none"),
     llvm::cl::value_desc("bytes"), llvm::cl::init(32 << 20),
     llvm::cl::cat(loomCategory));
 
