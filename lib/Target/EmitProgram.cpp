@@ -1188,26 +1188,30 @@ LogicalResult ProgramEmitter::emitSlice(SliceOp op) {
   return success();
 }
 
+/// The runtime's name for a reduction (it reduces by sum or max only).
+static FailureOr<const char *> runtimeReduction(ReductionKind kind) {
+  if (kind == ReductionKind::Sum)
+    return "LOOMRT_SUM";
+  if (kind == ReductionKind::Max)
+    return "LOOMRT_MAX";
+  return failure();
+}
+
+/// "outer, chunk" of a piece of `shape` cut along `dim` (loomrt.h).
+static std::string outerAndChunk(ArrayRef<int64_t> shape, int64_t dim) {
+  return std::to_string(computeProduct(shape.take_front(dim))) + ", " +
+         std::to_string(computeProduct(shape.drop_front(dim)));
+}
+
 LogicalResult ProgramEmitter::emitCollective(Operation *op) {
   if (failed(checkPlanned(op)))
     return failure();
   auto dtype = [](Value v) {
     return dtypeEnum(tensorType(v).getElementType());
   };
-  auto reduction = [&](ReductionKind kind) -> FailureOr<const char *> {
-    if (kind == ReductionKind::Sum)
-      return "LOOMRT_SUM";
-    if (kind == ReductionKind::Max)
-      return "LOOMRT_MAX";
-    return failure();
-  };
-  auto outerAndChunk = [](ArrayRef<int64_t> shape, int64_t dim) {
-    return std::to_string(computeProduct(shape.take_front(dim))) + ", " +
-           std::to_string(computeProduct(shape.drop_front(dim)));
-  };
   std::string where = site(op);
   if (auto ar = dyn_cast<AllReduceOp>(op)) {
-    FailureOr<const char *> kind = reduction(ar.getReduction());
+    FailureOr<const char *> kind = runtimeReduction(ar.getReduction());
     if (failed(kind))
       return fail(op, "the runtime reduces by sum or max only");
     std::string axes = axesTable(ar.getAxes());
@@ -1228,7 +1232,7 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
     return success();
   }
   if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-    FailureOr<const char *> kind = reduction(rs.getReduction());
+    FailureOr<const char *> kind = runtimeReduction(rs.getReduction());
     if (failed(kind))
       return fail(op, "the runtime reduces by sum or max only");
     std::string axes = axesTable(rs.getAxes());
@@ -1313,33 +1317,26 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
       return failure();
     places.push_back(formatSourceLoc(member->getLoc()));
     Value in = member->getOperand(0), out = member->getResult(0);
-    // [outer, chunk] of the piece each rank holds, as the member's own call
-    // would take it.
-    int64_t outer = 1, chunk = tensorType(in).getNumElements();
-    if (auto gather = dyn_cast<AllGatherOp>(*member)) {
-      ArrayRef<int64_t> shape = tensorType(in).getShape();
-      outer = computeProduct(shape.take_front(gather.getDim()));
-      chunk = computeProduct(shape.drop_front(gather.getDim()));
-    } else if (auto scatter = dyn_cast<ReduceScatterOp>(*member)) {
-      ArrayRef<int64_t> shape = tensorType(out).getShape();
-      outer = computeProduct(shape.take_front(scatter.getDim()));
-      chunk = computeProduct(shape.drop_front(scatter.getDim()));
-    }
+    // The piece each rank holds, as the member's own call would take it.
+    std::string layout =
+        "1, " + std::to_string(tensorType(in).getNumElements());
+    if (auto gather = dyn_cast<AllGatherOp>(*member))
+      layout = outerAndChunk(tensorType(in).getShape(), gather.getDim());
+    else if (auto scatter = dyn_cast<ReduceScatterOp>(*member))
+      layout = outerAndChunk(tensorType(out).getShape(), scatter.getDim());
     rows.push_back("{" + pointer(in) + ", " + pointer(out) + ", " +
-                   dtypeEnum(tensorType(in).getElementType()) + ", " +
-                   std::to_string(outer) + ", " + std::to_string(chunk) + "}");
+                   dtypeEnum(tensorType(in).getElementType()) + ", " + layout +
+                   "}");
   }
   CollectiveOpInterface first = members.front();
   const char *kind = isa<AllGatherOp>(*first)   ? "LOOMRT_ALL_GATHER"
                      : isa<AllReduceOp>(*first) ? "LOOMRT_ALL_REDUCE"
                                                 : "LOOMRT_REDUCE_SCATTER";
-  const char *reduction = "LOOMRT_SUM";
-  if (std::optional<ReductionKind> kindOf = first.getReductionKind()) {
-    if (*kindOf == ReductionKind::Max)
-      reduction = "LOOMRT_MAX";
-    else if (*kindOf != ReductionKind::Sum)
-      return fail(op, "the runtime reduces by sum or max only");
-  }
+  // A gather's value is unused; the call takes one.
+  FailureOr<const char *> reduction =
+      runtimeReduction(first.getReductionKind().value_or(ReductionKind::Sum));
+  if (failed(reduction))
+    return fail(op, "the runtime reduces by sum or max only");
   std::string name = fresh("members");
   line() << "{ // loom.combined: " << members.size() << " "
          << first->getName().getStringRef() << "s\n";
@@ -1352,7 +1349,7 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
                    " at " + llvm::join(places, ", "))
                       .str())
          << ", " << kind << ", " << axesTable(axes) << ", " << axes.size()
-         << ", " << reduction << ", " << name << ", " << members.size()
+         << ", " << *reduction << ", " << name << ", " << members.size()
          << ");\n";
   --indent;
   line() << "}\n";
