@@ -1311,11 +1311,10 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op) {
 
 LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
   SmallVector<CollectiveOpInterface> members = op.getMembers();
-  SmallVector<std::string> places, rows;
+  SmallVector<std::string> rows;
   for (CollectiveOpInterface member : members) {
     if (failed(checkPlanned(member)))
       return failure();
-    places.push_back(formatSourceLoc(member->getLoc()));
     Value in = member->getOperand(0), out = member->getResult(0);
     // The piece each rank holds, as the member's own call would take it.
     std::string layout =
@@ -1346,7 +1345,7 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
   ArrayAttr axes = cast<ArrayAttr>(first->getAttr("axes"));
   line() << "loomrt_combined(rt, "
          << quote(("loom.combined of " + first->getName().getStringRef() +
-                   " at " + llvm::join(places, ", "))
+                   " at " + formatSourceLocs(op->getLoc()))
                       .str())
          << ", " << kind << ", " << axesTable(axes) << ", " << axes.size()
          << ", " << *reduction << ", " << name << ", " << members.size()
