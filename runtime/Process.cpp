@@ -27,7 +27,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
+#include <map>
+#include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -101,6 +105,13 @@ struct loomrt_ctx {
   };
   std::vector<PartStats> parts;
   std::vector<Record> partRecords; // kernel = index into parts
+  /// Started collectives (loomrt_start_begin): the future being issued
+  /// (-1: none), the futures not yet waited for, and, on the host, what
+  /// each one's wait must still do after its transport's (a combined
+  /// collective's unpacking), with the buffers that owns.
+  int startedFuture = -1;
+  std::set<int> outstanding;
+  std::map<int, std::vector<std::function<void()>>> afterWait;
 };
 
 //===----------------------------------------------------------------------===//
@@ -239,6 +250,8 @@ int loomrt::axisNeighbour(const loomrt_ctx *rt, int axis, int64_t offset) {
   int64_t size = rt->model->axis_sizes[axis];
   return int(((rt->coords[size_t(axis)] + offset) % size + size) % size);
 }
+
+int loomrt::startedFuture(const loomrt_ctx *rt) { return rt->startedFuture; }
 
 int64_t loomrt::groupSize(const loomrt_ctx *rt, const int *axes, int numAxes) {
   int64_t n = 1;
@@ -529,6 +542,12 @@ ProfiledPart::~ProfiledPart() {
 void loomrt::runModelStep(loomrt_ctx *rt, const loomrt_model *model,
                           char *arena) {
   model->step(rt, arena);
+  if (!rt->outstanding.empty())
+    abortJob(rt,
+             format("the step ended with future %d started and not waited "
+                    "for (loomrt_wait)",
+                    *rt->outstanding.begin()),
+             5);
   rt->transport->endStep(rt);
 }
 
@@ -543,10 +562,77 @@ extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site,
   abortJob(rt, std::string(site) + ": " + message, 5);
 }
 
+/// On a backend with streams, a collective issued while started ones are
+/// outstanding runs on the communication stream too, behind them (they
+/// share the staging buffers, and NCCL runs one communicator's work in the
+/// order issued), and the rank's later work waits for it.
+class InOrderWithStarted {
+public:
+  explicit InOrderWithStarted(loomrt_ctx *rt)
+      : active(rt->startedFuture < 0 && !rt->outstanding.empty() &&
+               deviceOps().beginStarted) {
+    if (active)
+      deviceOps().beginStarted();
+  }
+  ~InOrderWithStarted() {
+    if (!active)
+      return;
+    deviceOps().endStarted(kInOrder);
+    deviceOps().waitStarted(kInOrder);
+  }
+  /// The future number such a collective goes by.
+  static constexpr int kInOrder = -1;
+
+private:
+  bool active;
+};
+
+extern "C" void loomrt_start_begin(loomrt_ctx *rt, int future) {
+  if (future < 0 || rt->startedFuture >= 0 || rt->outstanding.count(future))
+    abortJob(rt,
+             format("loomrt_start_begin(%d): %s", future,
+                    future < 0 ? "futures are numbered from 0"
+                    : rt->startedFuture >= 0
+                        ? "another future is being started"
+                        : "that future is started and not waited for"),
+             5);
+  rt->startedFuture = future;
+  if (deviceOps().beginStarted)
+    deviceOps().beginStarted();
+}
+
+extern "C" void loomrt_start_end(loomrt_ctx *rt, int future) {
+  if (rt->startedFuture != future)
+    abortJob(rt,
+             format("loomrt_start_end(%d) without loomrt_start_begin(%d)",
+                    future, future),
+             5);
+  if (deviceOps().endStarted)
+    deviceOps().endStarted(future);
+  rt->startedFuture = -1;
+  rt->outstanding.insert(future);
+}
+
+extern "C" void loomrt_wait(loomrt_ctx *rt, int future) {
+  if (!rt->outstanding.erase(future))
+    abortJob(rt, format("loomrt_wait(%d): that future is not started", future),
+             5);
+  rt->transport->waitStarted(rt, future);
+  auto after = rt->afterWait.find(future);
+  if (after != rt->afterWait.end()) {
+    for (std::function<void()> &finish : after->second)
+      finish();
+    rt->afterWait.erase(after);
+  }
+  if (deviceOps().waitStarted)
+    deviceOps().waitStarted(future);
+}
+
 extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   int reduction, const void *in, void *out,
                                   int64_t count) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt,
                reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)",
                axes, numAxes, site, dtype, count);
@@ -558,6 +644,7 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   const void *in, void *out, int64_t outer,
                                   int64_t chunk) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt, "all_gather", axes, numAxes, site, dtype, outer * chunk);
   rt->transport->allGather(rt, c.what, axes, numAxes, dtype, in, out, outer,
                            chunk);
@@ -567,6 +654,7 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
                                       const int *axes, int numAxes, int dtype,
                                       int reduction, const void *in, void *out,
                                       int64_t outer, int64_t chunk) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt, "reduce_scatter", axes, numAxes, site, dtype,
                outer * chunk * groupSize(rt, axes, numAxes));
   rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction, in,
@@ -576,6 +664,7 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
 extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
                                 const int *axes, int numAxes, int reduction,
                                 const loomrt_member *members, int numMembers) {
+  InOrderWithStarted inOrder(rt);
   int64_t n = groupSize(rt, axes, numAxes);
   // A reduction adds elements of one type. A gather moves bits, so its
   // members may differ in type: it moves units of the smallest element
@@ -599,13 +688,25 @@ extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
                                elementBytes(members[i].dtype);
   size_t total = start[size_t(numMembers)];
   const LoopbackOps &ops = *deviceOps().loopback;
-  char *packed = static_cast<char *>(ops.staging(
-      kCombinedSlots, total * size_t(kind == LOOMRT_REDUCE_SCATTER ? n : 1)));
-  char *result = kind == LOOMRT_ALL_REDUCE
-                     ? packed // reduced in place
-                     : static_cast<char *>(ops.staging(
-                           kCombinedSlots + 1,
-                           total * size_t(kind == LOOMRT_ALL_GATHER ? n : 1)));
+  size_t packedBytes = total * size_t(kind == LOOMRT_REDUCE_SCATTER ? n : 1),
+         resultBytes = total * size_t(kind == LOOMRT_ALL_GATHER ? n : 1);
+  // Started on the host, the transport may complete it at the wait, after
+  // other combined collectives have used the staging slots: it gets
+  // buffers of its own, which its unpacking keeps alive. (Streams order
+  // the staging slots' uses on a GPU.)
+  bool deferred = rt->startedFuture >= 0 && deviceOps().hostMemory;
+  std::shared_ptr<std::vector<char>> owned;
+  if (deferred)
+    owned = std::make_shared<std::vector<char>>(
+        packedBytes + (kind == LOOMRT_ALL_REDUCE ? 0 : resultBytes));
+  char *packed =
+      deferred ? owned->data()
+               : static_cast<char *>(ops.staging(kCombinedSlots, packedBytes));
+  char *result =
+      kind == LOOMRT_ALL_REDUCE ? packed // reduced in place
+      : deferred
+          ? owned->data() + packedBytes
+          : static_cast<char *>(ops.staging(kCombinedSlots + 1, resultBytes));
   for (int i = 0; i < numMembers; ++i) {
     const loomrt_member &m = members[i];
     size_t row = size_t(m.chunk) * elementBytes(m.dtype),
@@ -636,19 +737,25 @@ extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
   else
     rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction,
                                  packed, result, 1, units);
-  for (int i = 0; i < numMembers; ++i) {
-    const loomrt_member &m = members[i];
-    size_t row = size_t(m.chunk) * elementBytes(m.dtype),
-           piece = size_t(m.outer) * row;
-    if (kind == LOOMRT_ALL_GATHER) // [n][total] -> [outer][n][chunk]
-      for (int64_t p = 0; p < n; ++p)
-        ops.copy2d(static_cast<char *>(m.out) + size_t(p) * row,
-                   size_t(n) * row,
-                   result + size_t(p) * total + start[size_t(i)], row, row,
-                   size_t(m.outer));
-    else
-      ops.copy2d(m.out, piece, result + start[size_t(i)], piece, piece, 1);
-  }
+  std::vector<loomrt_member> table(members, members + numMembers);
+  auto unpack = [&ops, kind, n, total, table, start, result, owned] {
+    for (size_t i = 0; i < table.size(); ++i) {
+      const loomrt_member &m = table[i];
+      size_t row = size_t(m.chunk) * elementBytes(m.dtype),
+             piece = size_t(m.outer) * row;
+      if (kind == LOOMRT_ALL_GATHER) // [n][total] -> [outer][n][chunk]
+        for (int64_t p = 0; p < n; ++p)
+          ops.copy2d(static_cast<char *>(m.out) + size_t(p) * row,
+                     size_t(n) * row, result + size_t(p) * total + start[i],
+                     row, row, size_t(m.outer));
+      else
+        ops.copy2d(m.out, piece, result + start[i], piece, piece, 1);
+    }
+  };
+  if (deferred)
+    rt->afterWait[rt->startedFuture].push_back(unpack);
+  else
+    unpack();
 }
 
 extern "C" void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int numAxes,
@@ -665,6 +772,7 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
                                   const void *in, void *out, int rank,
                                   const int64_t *shape, int splitDim,
                                   int concatDim, const int *splitAxes) {
+  InOrderWithStarted inOrder(rt);
   // Group rank q's piece: the index of its coordinates over splitAxes.
   std::vector<int64_t> chunkOf;
   int64_t n = groupSize(rt, axes, numAxes);
@@ -696,6 +804,7 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
                                           int dtype, const void *in, void *out,
                                           int64_t count, const int64_t *pairs,
                                           int numPairs) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt, "collective_permute", axes, numAxes, site, dtype, count);
   rt->transport->permute(rt, c.what, axes, numAxes, dtype, in, out, count,
                          pairs, numPairs);
@@ -705,6 +814,7 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
                                  const int *axes, int numAxes, int dtype,
                                  const void *in, void *out, int64_t count,
                                  int64_t root) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt, "broadcast", axes, numAxes, site, dtype, count);
   rt->transport->broadcast(rt, c.what, axes, numAxes, dtype, in, out, count,
                            root);
@@ -713,6 +823,7 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
 extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, const void *in,
                             int64_t count) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt, "send", &axis, 1, site, dtype, count);
   rt->transport->send(rt, c.what, axis, offset, dtype, in, count);
 }
@@ -720,6 +831,7 @@ extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
 extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, void *out,
                             int64_t count) {
+  InOrderWithStarted inOrder(rt);
   Collective c(rt, "recv", &axis, 1, site, dtype, count);
   rt->transport->recv(rt, c.what, axis, offset, dtype, out, count);
 }

@@ -106,6 +106,14 @@ struct DeviceOps {
   /// (a large GEMM in the backend's fastest type); `how` says what ran.
   void (*measurePeaks)(double *bytesPerSecond, double *flopsPerSecond,
                        std::string *how);
+  /// Started collectives on a backend with streams (CUDA): work issued
+  /// between beginStarted and endStarted(future) goes to the rank's
+  /// communication stream, after the rank's work so far;
+  /// waitStarted(future) orders the rank's later work after it. Null on
+  /// the host, where collectives run as they are issued.
+  void (*beginStarted)();
+  void (*endStarted)(int future);
+  void (*waitStarted)(int future);
 };
 const DeviceOps &deviceOps();
 
@@ -203,6 +211,9 @@ inline int mirrorSend(const std::vector<std::pair<int, int64_t>> &sends,
 }
 /// The number of ranks in a group over `axes`.
 int64_t groupSize(const loomrt_ctx *rt, const int *axes, int numAxes);
+/// The future whose collectives the rank is issuing
+/// (loomrt_start_begin/end), or -1 when they are to complete at once.
+int startedFuture(const loomrt_ctx *rt);
 /// Whether a transport must sum in f32 and round once itself: MPI's and
 /// NCCL's reductions round each partial bf16 or f16 sum to the element
 /// type, and docs/language.md (11.2) rounds a reduction once (two ranks'
@@ -275,6 +286,13 @@ public:
                     int64_t count) = 0;
   virtual void recv(loomrt_ctx *rt, const std::string &what, int axis,
                     int64_t offset, int dtype, void *out, int64_t count) = 0;
+
+  /// The all_reduces, all_gathers and reduce_scatters issued while
+  /// startedFuture(rt) is `future` may complete here instead of before
+  /// they return (the MPI transport's do); this waits for them and writes
+  /// their outputs. A transport that completes every collective at once,
+  /// or orders them on the backend's streams, has nothing to do.
+  virtual void waitStarted(loomrt_ctx *rt, int future) {}
 
   /// Called by each rank at the end of every step's work, before the step
   /// is synchronised (inside a CUDA graph capture too): issues what the

@@ -46,6 +46,13 @@ model Mlp(x: bf16[4, 64], w: bf16[64, 96], b: bf16[96]) -> (y: bf16[4, 96]) {
 }
 )";
 
+constexpr const char *kFsdpModel = R"(mesh m = [dp: 2]
+model Fsdp(x: f32[4:dp, 8], w: f32[8:dp, 6]) -> (y: f32[4:dp, 6]) {
+  h = gelu(x)
+  return h @ w
+}
+)";
+
 class EmitProgramTest : public ::testing::Test {
 protected:
   EmitProgramTest() {
@@ -167,3 +174,51 @@ TEST_F(EmitProgramTest, AnEpilogueNeverWritesOverTheGemmsOperands) {
 }
 
 } // namespace
+
+// The weight's gather is started before the GELU and waited for before the
+// product (loom-overlap-collectives); the runtime's calls bracket it. A
+// start whose wait is not in its block (hand-written IR) is refused at the
+// start, never emitted as a future the step leaves outstanding.
+TEST_F(EmitProgramTest, AStartedCollectiveIsWaitedForInItsBlock) {
+  OwningOpRef<ModuleOp> module = planned(kFsdpModel);
+  ASSERT_TRUE(module);
+  std::string code;
+  llvm::raw_string_ostream os(code);
+  ASSERT_TRUE(
+      succeeded(loom::emitProgram(*module, "fsdp.loom", loom::Target::Cpu, os)))
+      << diagnostics;
+  size_t begin = code.find("loomrt_start_begin(rt, 0);"),
+         gather = code.find("loomrt_all_gather(", begin),
+         end = code.find("loomrt_start_end(rt, 0);", gather),
+         gelu = code.find("loom.gelu", end),
+         wait = code.find("loomrt_wait(rt, 0);", gelu),
+         product = code.find("loomrt_contract(", wait);
+  EXPECT_NE(begin, std::string::npos) << code;
+  EXPECT_NE(gather, std::string::npos) << code;
+  EXPECT_NE(end, std::string::npos) << code;
+  EXPECT_NE(gelu, std::string::npos) << code;
+  EXPECT_NE(wait, std::string::npos) << code;
+  EXPECT_NE(product, std::string::npos) << code;
+
+  loom::WaitOp waitOp;
+  module->walk([&](loom::WaitOp op) { waitOp = op; });
+  ASSERT_TRUE(waitOp);
+  // One more wait for the future, inside a loop of one layer.
+  OpBuilder builder(waitOp);
+  auto repeat = loom::RepeatOp::create(builder, waitOp.getLoc(), TypeRange{},
+                                       builder.getI64IntegerAttr(1),
+                                       ValueRange{}, ValueRange{});
+  Block *body = builder.createBlock(&repeat.getBody());
+  builder.setInsertionPointToEnd(body);
+  loom::WaitOp::create(builder, waitOp.getLoc(), waitOp.getType(),
+                       waitOp.getFuture());
+  loom::YieldOp::create(builder, waitOp.getLoc(), ValueRange{});
+  code.clear();
+  diagnostics.clear();
+  EXPECT_TRUE(
+      failed(loom::emitProgram(*module, "fsdp.loom", loom::Target::Cpu, os)));
+  EXPECT_NE(diagnostics.find("a started collective must be waited for, by "
+                             "loom.wait ops in its own block"),
+            std::string::npos)
+      << diagnostics;
+}

@@ -34,20 +34,26 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm,
   pm.addNestedPass<mlir::func::FuncOp>(createLoomCombineCollectives(combine));
 }
 
-void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm) {
+void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm,
+                                   const KernelPlanOptions &options) {
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseSoftmaxStats());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseLogitsStats());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseAddNorm());
+  // After fusion, which would not move ops across a wait, and before the
+  // plan, which keeps a started collective's buffers alive to its wait.
+  if (options.overlapCollectives)
+    pm.addNestedPass<mlir::func::FuncOp>(createLoomOverlapCollectives());
   pm.addPass(createLoomPlanMemory());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomBatchContractions());
 }
 
 void loom::buildPlanPipeline(mlir::OpPassManager &pm,
-                             const SpmdOptions &options) {
+                             const SpmdOptions &options,
+                             const KernelPlanOptions &kernelOptions) {
   buildSpmdPipeline(pm, options);
   pm.addNestedPass<mlir::func::FuncOp>(createLoomContractionOrder());
-  buildKernelPlanPipeline(pm);
+  buildKernelPlanPipeline(pm, kernelOptions);
 }
 
 void loom::registerLoomPipelines() {

@@ -164,6 +164,8 @@ private:
   /// loomrt_kernel_begin/end, which time it under --profile.
   std::vector<KernelInfo> kernels;
   llvm::DenseMap<Operation *, int> kernelIndex;
+  /// Each loom.start's future number for the runtime (loomrt_start_begin).
+  llvm::DenseMap<Operation *, int> futureNumbers;
   /// Fusion groups `gelu(product + bias, approximate = "tanh")` or
   /// `product + bias + residual` whose product asked
   /// loomrt_contract_epilogue to apply them in the GEMM's epilogue: each
@@ -326,6 +328,8 @@ private:
   LogicalResult emitRepeat(RepeatOp repeat);
   LogicalResult emitCollective(Operation *op);
   LogicalResult emitCombined(CombinedOp op);
+  LogicalResult emitStart(StartOp op);
+  LogicalResult emitWait(WaitOp op);
   LogicalResult emitSlice(SliceOp op);
   void emitTables(raw_ostream &os);
 };
@@ -1355,6 +1359,45 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
   return success();
 }
 
+/// The wait of `start` that comes first in its block, which is where the
+/// runtime waits for all of its futures; null when one of them is read by
+/// anything but a wait in that block.
+static WaitOp firstWait(StartOp start) {
+  WaitOp first;
+  for (Value future : start.getFutures())
+    for (Operation *user : future.getUsers()) {
+      auto wait = dyn_cast<WaitOp>(user);
+      if (!wait || wait->getBlock() != start->getBlock())
+        return nullptr;
+      if (!first || wait->isBeforeInBlock(first))
+        first = wait;
+    }
+  return first;
+}
+
+LogicalResult ProgramEmitter::emitStart(StartOp op) {
+  if (!firstWait(op))
+    return fail(op, "a started collective must be waited for, by loom.wait "
+                    "ops in its own block");
+  int number = int(futureNumbers.size());
+  futureNumbers[op] = number;
+  line() << "loomrt_start_begin(rt, " << number << "); // loom.start at "
+         << formatSourceLocs(op->getLoc()) << "\n";
+  if (failed(emitOp(op.getStarted())))
+    return failure();
+  line() << "loomrt_start_end(rt, " << number << ");\n";
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitWait(WaitOp op) {
+  auto start = cast<StartOp>(op.getFuture().getDefiningOp());
+  if (firstWait(start) != op)
+    return success(); // the first wait waited for every future
+  line() << "loomrt_wait(rt, " << futureNumbers.lookup(start)
+         << "); // loom.wait at " << formatSourceLoc(op->getLoc()) << "\n";
+  return success();
+}
+
 LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
   if (failed(checkPlanned(repeat)))
     return failure();
@@ -1425,6 +1468,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   };
   auto shape = [](Value v) { return tensorType(v).getShape(); };
   auto where = [&]() { return formatSourceLoc(op->getLoc()); };
+  if (auto start = dyn_cast<StartOp>(op))
+    return emitStart(start);
+  if (auto wait = dyn_cast<WaitOp>(op))
+    return emitWait(wait);
   if (isa<YieldOp, func::ReturnOp>(op) || isView(op))
     return success(); // views, and terminators handled by their parents
   if (auto constant = dyn_cast<ConstantOp>(op))

@@ -233,22 +233,13 @@ static void hostPeaks(double *bytesPerSecond, double *flopsPerSecond,
 
 // The CPU runs the step on the host arena itself.
 const DeviceOps &loomrt::deviceOps() {
-  static const DeviceOps ops = {"host",
-                                true,
-                                bindHost,
-                                [](char *host, size_t) { return host; },
-                                [](char *, const char *, size_t) {},
-                                [](char *, const char *, size_t) {},
-                                [] {},
-                                [](char *, char *) {},
-                                &hostLoopbackOps(),
-                                nullptr,
-                                nullptr,
-                                nullptr,
-                                hostMark,
-                                hostSeconds,
-                                [] { hostMarks().clear(); },
-                                hostPeaks};
+  static const DeviceOps ops = {
+      "host", true, bindHost, [](char *host, size_t) { return host; },
+      [](char *, const char *, size_t) {}, [](char *, const char *, size_t) {},
+      [] {}, [](char *, char *) {}, &hostLoopbackOps(), nullptr, nullptr,
+      nullptr, hostMark, hostSeconds, [] { hostMarks().clear(); }, hostPeaks,
+      // Collectives run as they are issued.
+      nullptr, nullptr, nullptr};
   return ops;
 }
 

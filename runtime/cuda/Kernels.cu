@@ -109,6 +109,12 @@ struct Device {
   std::vector<void *> staging;
   std::vector<size_t> stagingBytes;
   std::vector<cudaEvent_t> marks;
+  /// Started collectives: the stream they run on, the rank's own stream
+  /// while `stream` is that one, the event that forks it from the rank's
+  /// work, and each future's end.
+  cudaStream_t communication = nullptr, compute = nullptr;
+  cudaEvent_t fork = nullptr;
+  std::map<int, cudaEvent_t> started;
 };
 
 /// The calling rank's device state (a rank is a thread).
@@ -2128,6 +2134,40 @@ void loopbackReduce(int dtype, int reduction, const void *const *inputs, int n,
   check(cudaGetLastError(), "a loopback reduction");
 }
 
+/// Started collectives run on the rank's communication stream: `stream`
+/// is that stream from beginStarted to endStarted, so that every launch,
+/// copy and NCCL call a collective makes goes there.
+void beginStarted() {
+  Device &d = device();
+  if (!d.communication) {
+    check(cudaStreamCreateWithFlags(&d.communication, cudaStreamNonBlocking),
+          "creating the communication stream");
+    check(cudaEventCreateWithFlags(&d.fork, cudaEventDisableTiming),
+          "creating an event");
+  }
+  check(cudaEventRecord(d.fork, d.stream), "starting a collective");
+  check(cudaStreamWaitEvent(d.communication, d.fork, 0),
+        "starting a collective");
+  d.compute = d.stream;
+  d.stream = d.communication;
+}
+
+void endStarted(int future) {
+  Device &d = device();
+  cudaEvent_t &done = d.started[future];
+  if (!done)
+    check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+          "creating an event");
+  check(cudaEventRecord(done, d.stream), "starting a collective");
+  d.stream = d.compute;
+}
+
+void waitStarted(int future) {
+  Device &d = device();
+  check(cudaStreamWaitEvent(d.stream, d.started.at(future), 0),
+        "waiting for a started collective");
+}
+
 const LoopbackOps kLoopbackOps = {
     loopbackStaging,
     loopbackMark,
@@ -2390,6 +2430,9 @@ const DeviceOps &loomrt::deviceOps() {
       profileMark,
       profileSeconds,
       [] { profileMarks().used = 0; },
-      measurePeaks};
+      measurePeaks,
+      beginStarted,
+      endStarted,
+      waitStarted};
   return ops;
 }

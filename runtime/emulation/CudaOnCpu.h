@@ -359,7 +359,23 @@ struct Stream {
   bool captureInvalidated = false;
   std::vector<std::function<void()>> recorded;
   std::vector<std::function<void()>> deferred;
+  /// The captured stream whose capture this one joined by waiting for an
+  /// event recorded there during it (a fork, as CUDA has it): its work is
+  /// recorded there, in order, until that capture ends.
+  Stream *joined = nullptr;
 };
+
+/// The stream whose capture records `stream`'s work: itself, or the one
+/// it joined; null when its work runs.
+inline Stream *captureOf(Stream *stream) {
+  if (!stream)
+    return nullptr;
+  if (stream->capturing)
+    return stream;
+  if (stream->joined && !stream->joined->capturing)
+    stream->joined = nullptr; // that capture has ended
+  return stream->joined;
+}
 
 /// Runs the stream's deferred work, in order (on the thread that owns it).
 inline void settle(Stream *stream) {
@@ -374,8 +390,8 @@ inline void settle(Stream *stream) {
 }
 
 inline void enqueue(Stream *stream, std::function<void()> work) {
-  if (stream && stream->capturing) {
-    stream->recorded.push_back(std::move(work));
+  if (Stream *capture = captureOf(stream)) {
+    capture->recorded.push_back(std::move(work));
     return;
   }
   settle(stream);
@@ -385,8 +401,8 @@ inline void enqueue(Stream *stream, std::function<void()> work) {
 /// Work that may wait for other processes: after the stream's earlier work
 /// and before its later work, but not necessarily before this returns.
 inline void enqueueDeferred(Stream *stream, std::function<void()> work) {
-  if (stream && stream->capturing)
-    stream->recorded.push_back(std::move(work));
+  if (Stream *capture = captureOf(stream))
+    capture->recorded.push_back(std::move(work));
   else if (stream)
     stream->deferred.push_back(std::move(work));
   else
@@ -436,8 +452,8 @@ inline void launch(Stream *stream, Dim3 grid, Dim3 block, size_t shared,
                    std::function<void()> kernel) {
   if (!hasImage()) {
     launchError = 209; // cudaErrorNoKernelImageForDevice
-    if (stream && stream->capturing)
-      stream->captureInvalidated = true;
+    if (Stream *capture = captureOf(stream))
+      capture->captureInvalidated = true;
     return;
   }
   enqueue(stream, [=] { runNow(grid, block, shared, kernel); });

@@ -270,6 +270,9 @@ struct EmulatedEvent {
   std::chrono::steady_clock::time_point when;
   std::atomic<bool> done{true};
   cuda_on_cpu::Stream *stream = nullptr;
+  /// The capture that recorded it (last), if any: a stream that waits for
+  /// it joins that capture.
+  cuda_on_cpu::Stream *capture = nullptr;
 };
 using cudaEvent_t = EmulatedEvent *;
 enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
@@ -290,7 +293,8 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
     event->when = std::chrono::steady_clock::now();
     event->done = true;
   };
-  if (stream && !stream->capturing && !stream->deferred.empty()) {
+  event->capture = cuda_on_cpu::captureOf(stream);
+  if (stream && !event->capture && !stream->deferred.empty()) {
     event->done = false;
     event->stream = stream;
     cuda_on_cpu::enqueueDeferred(stream, record);
@@ -314,9 +318,15 @@ inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
   return cudaSuccess;
 }
 /// Streams of one process run in order already; a stream of another
-/// thread (the loopback mode's ranks) never defers work.
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
+/// thread (the loopback mode's ranks) never defers work. Waiting for an
+/// event recorded during a capture joins the capture instead.
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
+  if (event->capture && event->capture->capturing) {
+    if (stream && stream != event->capture && !stream->capturing)
+      stream->joined = event->capture;
+    return cudaSuccess;
+  }
   return cudaEventSynchronize(event);
 }
 
@@ -359,8 +369,8 @@ inline cudaError_t cudaStreamEndCapture(cudaStream_t stream,
 }
 inline cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
                                          cudaStreamCaptureStatus *status) {
-  *status = stream && stream->capturing ? cudaStreamCaptureStatusActive
-                                        : cudaStreamCaptureStatusNone;
+  *status = cuda_on_cpu::captureOf(stream) ? cudaStreamCaptureStatusActive
+                                           : cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,

@@ -147,6 +147,17 @@ typedef struct {
 void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
                      const int *axes, int num_axes, int reduction,
                      const loomrt_member *members, int num_members);
+
+/// Asynchronous collectives (loom.start, loom.wait). The all_reduce,
+/// all_gather, reduce_scatter and combined calls between
+/// loomrt_start_begin(future) and loomrt_start_end(future) start and may
+/// still run when they return; loomrt_wait(future) waits for them, and
+/// then their outputs hold their results. Until then their inputs must not
+/// change and their outputs must not be read. Futures are numbered from 0
+/// by the program; each is waited for once, within the step.
+void loomrt_start_begin(loomrt_ctx *rt, int future);
+void loomrt_start_end(loomrt_ctx *rt, int future);
+void loomrt_wait(loomrt_ctx *rt, int future);
 void loomrt_all_slice(loomrt_ctx *rt, const int *axes, int num_axes, int dtype,
                       const void *in, void *out, int64_t outer, int64_t chunk);
 /* Splits dimension split_dim of the local [shape] into n pieces, sends piece

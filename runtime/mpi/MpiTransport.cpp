@@ -18,7 +18,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,18 +96,25 @@ public:
                  void *out, int64_t count) override {
     MPI_Comm comm = communicator(rt, axes, numAxes, what);
     if (sumsInF32(rt, axes, numAxes, dtype, reduction)) {
-      std::vector<float> wide = widened(dtype, in, count);
-      watched(rt, what, [&](MPI_Request *r) {
-        return MPI_Iallreduce(MPI_IN_PLACE, wide.data(), int(count), MPI_FLOAT,
-                              MPI_SUM, comm, r);
-      });
-      narrow(wide, dtype, out);
+      auto wide =
+          std::make_shared<std::vector<float>>(widened(dtype, in, count));
+      run(
+          rt, what,
+          [=](MPI_Request *r) {
+            return MPI_Iallreduce(MPI_IN_PLACE, wide->data(), int(count),
+                                  MPI_FLOAT, MPI_SUM, comm, r);
+          },
+          [=] { narrow(*wide, dtype, out); });
       return;
     }
-    watched(rt, what, [&](MPI_Request *r) {
-      return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
-                            mpiType(dtype), op(dtype, reduction), comm, r);
-    });
+    MPI_Op reduce = op(dtype, reduction);
+    run(
+        rt, what,
+        [=](MPI_Request *r) {
+          return MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, int(count),
+                                mpiType(dtype), reduce, comm, r);
+        },
+        [] {});
   }
 
   void allGather(loomrt_ctx *rt, const std::string &what, const int *axes,
@@ -114,17 +123,21 @@ public:
     MPI_Comm comm = communicator(rt, axes, numAxes, what);
     int64_t n = groupSize(rt, axes, numAxes);
     size_t bytes = elementBytes(dtype), piece = size_t(outer * chunk) * bytes;
-    std::vector<char> gathered(piece * size_t(n));
-    watched(rt, what, [&](MPI_Request *r) {
-      return MPI_Iallgather(in, int(piece), MPI_BYTE, gathered.data(),
-                            int(piece), MPI_BYTE, comm, r);
-    });
-    // [n][outer][chunk] -> [outer][n][chunk]
-    size_t row = size_t(chunk) * bytes;
-    for (int64_t p = 0; p < n; ++p)
-      for (int64_t o = 0; o < outer; ++o)
-        memcpy(static_cast<char *>(out) + (o * n + p) * row,
-               gathered.data() + p * piece + o * row, row);
+    auto gathered = std::make_shared<std::vector<char>>(piece * size_t(n));
+    run(
+        rt, what,
+        [=](MPI_Request *r) {
+          return MPI_Iallgather(in, int(piece), MPI_BYTE, gathered->data(),
+                                int(piece), MPI_BYTE, comm, r);
+        },
+        [=] {
+          // [n][outer][chunk] -> [outer][n][chunk]
+          size_t row = size_t(chunk) * bytes;
+          for (int64_t p = 0; p < n; ++p)
+            for (int64_t o = 0; o < outer; ++o)
+              memcpy(static_cast<char *>(out) + (o * n + p) * row,
+                     gathered->data() + p * piece + o * row, row);
+        });
   }
 
   void reduceScatter(loomrt_ctx *rt, const std::string &what, const int *axes,
@@ -134,28 +147,48 @@ public:
     int64_t n = groupSize(rt, axes, numAxes);
     size_t row = size_t(chunk) * elementBytes(dtype);
     // [outer][n][chunk] -> [n][outer][chunk], so that piece p is contiguous.
-    std::vector<char> packed(size_t(outer * n) * row);
+    auto packed = std::make_shared<std::vector<char>>(size_t(outer * n) * row);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t p = 0; p < n; ++p)
-        memcpy(packed.data() + (p * outer + o) * row,
+        memcpy(packed->data() + (p * outer + o) * row,
                static_cast<const char *>(in) + (o * n + p) * row, row);
     if (sumsInF32(rt, axes, numAxes, dtype, reduction)) {
-      std::vector<float> wide =
-          widened(dtype, packed.data(), outer * n * chunk);
-      std::vector<float> mine(size_t(outer * chunk));
-      watched(rt, what, [&](MPI_Request *r) {
-        return MPI_Ireduce_scatter_block(wide.data(), mine.data(),
-                                         int(outer * chunk), MPI_FLOAT, MPI_SUM,
-                                         comm, r);
-      });
-      narrow(mine, dtype, out);
+      auto wide = std::make_shared<std::vector<float>>(
+          widened(dtype, packed->data(), outer * n * chunk));
+      auto mine = std::make_shared<std::vector<float>>(size_t(outer * chunk));
+      run(
+          rt, what,
+          [=](MPI_Request *r) {
+            return MPI_Ireduce_scatter_block(wide->data(), mine->data(),
+                                             int(outer * chunk), MPI_FLOAT,
+                                             MPI_SUM, comm, r);
+          },
+          // Holds `wide` too, which MPI reads until then.
+          [wide, mine, dtype, out] { narrow(*mine, dtype, out); });
       return;
     }
-    watched(rt, what, [&](MPI_Request *r) {
-      return MPI_Ireduce_scatter_block(packed.data(), out, int(outer * chunk),
-                                       mpiType(dtype), op(dtype, reduction),
-                                       comm, r);
-    });
+    MPI_Op reduce = op(dtype, reduction);
+    run(
+        rt, what,
+        [=](MPI_Request *r) {
+          return MPI_Ireduce_scatter_block(packed->data(), out,
+                                           int(outer * chunk), mpiType(dtype),
+                                           reduce, comm, r);
+        },
+        [packed] {}); // keeps `packed` alive until MPI is done with it
+  }
+
+  void waitStarted(loomrt_ctx *rt, int future) override {
+    auto found = pending.find(future);
+    if (found == pending.end())
+      return;
+    std::vector<Pending> started = std::move(found->second);
+    pending.erase(found);
+    for (Pending &p : started) {
+      std::vector<MPI_Request> request{p.request};
+      await(rt, request, p.what);
+      p.finish();
+    }
   }
 
   void allToAll(loomrt_ctx *rt, const std::string &what, const int *axes,
@@ -303,6 +336,32 @@ private:
     std::vector<MPI_Request> request(1);
     check(rt, start(&request[0]), what);
     await(rt, request, what);
+  }
+
+  /// A collective issued while a future is being started
+  /// (loomrt_start_begin): its request, and what completes it once done
+  /// (the copies out of buffers it owns, which it keeps alive till then).
+  struct Pending {
+    MPI_Request request;
+    std::string what;
+    std::function<void()> finish;
+  };
+  std::map<int, std::vector<Pending>> pending;
+
+  /// Runs one non-blocking MPI operation, then `finish`: at once under the
+  /// watchdog, or, while a future is being started, at its loomrt_wait.
+  template <typename Start, typename Finish>
+  void run(loomrt_ctx *rt, const std::string &what, Start start,
+           Finish finish) {
+    int future = startedFuture(rt);
+    if (future < 0) {
+      watched(rt, what, start);
+      finish();
+      return;
+    }
+    MPI_Request request;
+    check(rt, start(&request), what);
+    pending[future].push_back({request, what, finish});
   }
 
   /// The communicator over `axes`, made on first use. Splitting blocks until

@@ -312,6 +312,85 @@ void step(loomrt_ctx *rt, char *arena) {
                    });
         }
       }
+      // Started collectives (loomrt_start_begin/_end, loomrt_wait): four
+      // outstanding at once (an all_gather, an all_reduce, a
+      // reduce_scatter and a combined all_gather), one run at once among
+      // them, then waited for in the other order; each result what its own
+      // call gives.
+      {
+        const int64_t at[4] = {24576, 32768, 40960, 49152}, second = 4096;
+        const int *ax = axes.data();
+        int numAxes = int(axes.size());
+        c.put(dtype, in + at[0], 6, mine);
+        loomrt_start_begin(rt, 0);
+        loomrt_all_gather(rt, "started all_gather", ax, numAxes, dtype,
+                          arena + in + at[0], arena + out + at[0], 2, 3);
+        loomrt_start_end(rt, 0);
+        c.put(dtype, in + at[1], count, mine);
+        loomrt_start_begin(rt, 1);
+        loomrt_all_reduce(rt, "started all_reduce(sum)", ax, numAxes, dtype,
+                          LOOMRT_SUM, arena + in + at[1], arena + out + at[1],
+                          count);
+        loomrt_start_end(rt, 1);
+        c.put(dtype, in + at[2], 2 * n * 3, mine);
+        loomrt_start_begin(rt, 2);
+        loomrt_reduce_scatter(rt, "started reduce_scatter", ax, numAxes, dtype,
+                              LOOMRT_SUM, arena + in + at[2],
+                              arena + out + at[2], 2, 3);
+        loomrt_start_end(rt, 2);
+        c.put(dtype, in + at[3], 5, mine);
+        c.put(dtype, in + at[3] + second, 3,
+              [&](int64_t i) { return valueOf(me, i + 100); });
+        const loomrt_member gathers[2] = {
+            {arena + in + at[3], arena + out + at[3], dtype, 1, 5},
+            {arena + in + at[3] + second, arena + out + at[3] + second, dtype,
+             3, 1}};
+        loomrt_start_begin(rt, 3);
+        loomrt_combined(rt, "started combined all_gather", LOOMRT_ALL_GATHER,
+                        ax, numAxes, LOOMRT_SUM, gathers, 2);
+        loomrt_start_end(rt, 3);
+        c.put(dtype, in, count, mine);
+        loomrt_all_reduce(rt, "all_reduce(max)", ax, numAxes, dtype, LOOMRT_MAX,
+                          arena + in, arena + out, count);
+        c.expect("all_reduce(max) while four are started" + suffix, dtype, out,
+                 count, [&](int64_t i) {
+                   double acc = valueOf(group[0], i);
+                   for (int64_t p = 1; p < n; ++p)
+                     acc = std::fmax(acc, valueOf(group[size_t(p)], i));
+                   return acc;
+                 });
+        for (int future = 3; future >= 0; --future)
+          loomrt_wait(rt, future);
+        c.expect("started all_gather" + suffix, dtype, out + at[0], 2 * n * 3,
+                 [&](int64_t i) {
+                   int64_t o = i / (n * 3), p = i / 3 % n, j = i % 3;
+                   return valueOf(group[size_t(p)], o * 3 + j);
+                 });
+        c.expect("started all_reduce(sum)" + suffix, dtype, out + at[1], count,
+                 [&](int64_t i) {
+                   double acc = 0;
+                   for (int64_t p = 0; p < n; ++p)
+                     acc += valueOf(group[size_t(p)], i);
+                   return acc;
+                 });
+        c.expect("started reduce_scatter" + suffix, dtype, out + at[2], 6,
+                 [&](int64_t i) {
+                   int64_t o = i / 3, j = i % 3;
+                   double acc = 0;
+                   for (int64_t p = 0; p < n; ++p)
+                     acc += valueOf(group[size_t(p)], (o * n + self) * 3 + j);
+                   return acc;
+                 });
+        c.expect("started combined all_gather, member 0" + suffix, dtype,
+                 out + at[3], n * 5, [&](int64_t i) {
+                   return valueOf(group[size_t(i / 5)], i % 5);
+                 });
+        c.expect("started combined all_gather, member 1" + suffix, dtype,
+                 out + at[3] + second, 3 * n, [&](int64_t i) {
+                   int64_t o = i / n, p = i % n;
+                   return valueOf(group[size_t(p)], o + 100);
+                 });
+      }
       // all_to_all: [2n][3] split along 0, concatenated along 1: [2][3n].
       int64_t shape[2] = {2 * n, 3};
       c.put(dtype, in, 6 * n, mine);

@@ -188,6 +188,17 @@ static llvm::cl::opt<int64_t> combineBytes(
     llvm::cl::value_desc("bytes"), llvm::cl::init(32 << 20),
     llvm::cl::cat(loomCategory));
 
+static llvm::cl::opt<bool> overlapCollectives(
+    "overlap-collectives",
+    llvm::cl::desc("Start each all_gather, all_reduce, reduce_scatter or "
+                   "loom.combined as soon as its operands exist and wait "
+                   "for it where its result is first read, so that the "
+                   "kernels in between run while it communicates "
+                   "(loom-overlap-collectives; default on; docs/"
+                   "partitioning.md 3.11); --overlap-collectives=0 runs "
+                   "each where it stands"),
+    llvm::cl::init(true), llvm::cl::cat(loomCategory));
+
 static llvm::cl::list<std::string>
     includeDirs("I", llvm::cl::desc("Add <dir> to the import search path"),
                 llvm::cl::value_desc("dir"), llvm::cl::Prefix,
@@ -404,14 +415,16 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   bool hasMesh = !module->getOps<loom::MeshOp>().empty();
   loom::SpmdOptions spmdOptions;
   spmdOptions.combineBytes = combineBytes;
+  loom::KernelPlanOptions kernelOptions;
+  kernelOptions.overlapCollectives = overlapCollectives;
   bool generate =
       buildExecutable || emitKind == Emit::Cpu || emitKind == Emit::Cuda;
   if (generate && !hasMesh) {
     // Without a mesh the program runs on one rank as written.
     loom::buildFrontendCleanupPipeline(pm);
-    loom::buildKernelPlanPipeline(pm);
+    loom::buildKernelPlanPipeline(pm, kernelOptions);
   } else if (generate)
-    loom::buildPlanPipeline(pm, spmdOptions);
+    loom::buildPlanPipeline(pm, spmdOptions, kernelOptions);
   else if (analyse || emitKind == Emit::Spmd)
     loom::buildSpmdPipeline(pm, spmdOptions);
   else if (emitKind == Emit::Sharded)
@@ -442,7 +455,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (report != Report::None) {
     planned = module->clone();
     PassManager planPm(&context);
-    loom::buildKernelPlanPipeline(planPm);
+    loom::buildKernelPlanPipeline(planPm, kernelOptions);
     if (failed(planPm.run(*planned)))
       return 1;
   }

@@ -291,25 +291,36 @@ double RecvOp::getBytesPerRank(int64_t) { return bytesOf(getType()); }
 // Asynchronous form
 //===----------------------------------------------------------------------===//
 
+Operation *StartOp::getStarted() {
+  Block &body = getBody().front();
+  return body.empty() ? nullptr : &body.front();
+}
+
 CollectiveOpInterface StartOp::getCollective() {
-  return dyn_cast<CollectiveOpInterface>(&getBody().front().front());
+  return dyn_cast_or_null<CollectiveOpInterface>(getStarted());
 }
 
 LogicalResult StartOp::verifyRegions() {
   Block &body = getBody().front();
   auto yield = cast<YieldOp>(body.getTerminator());
-  // Exactly one collective with one result, and the yield of that result.
-  if (body.getOperations().size() != 2 || !getCollective() ||
-      getCollective()->getNumResults() != 1)
-    return emitOpError("body must hold exactly one collective with a result, "
-                       "then loom.yield");
-  if (yield.getValues().size() != 1 ||
-      yield.getValues().front() != getCollective()->getResult(0))
-    return emitOpError("body must yield its collective's result");
-  Type valueType = getCollective()->getResult(0).getType();
-  if (getFuture().getType().getValueType() != valueType)
-    return emitOpError("returns ") << getFuture().getType()
-                                   << " for a collective of type " << valueType;
+  // Exactly one collective (or loom.combined) with results, and the yield
+  // of its results. Backends start these kinds only.
+  Operation *started = getStarted();
+  if (body.getOperations().size() != 2 ||
+      !isa<AllReduceOp, AllGatherOp, ReduceScatterOp, CombinedOp>(started))
+    return emitOpError("body must hold exactly one all_reduce, all_gather, "
+                       "reduce_scatter or loom.combined, then loom.yield");
+  if (getNumResults() != started->getNumResults())
+    return emitOpError("returns ")
+           << getNumResults() << " futures for a collective of "
+           << started->getNumResults() << " results";
+  if (!llvm::equal(yield.getValues(), started->getResults()))
+    return emitOpError("body must yield its collective's results");
+  for (auto [future, value] : llvm::zip(getFutures(), started->getResults()))
+    if (cast<FutureType>(future.getType()).getValueType() != value.getType())
+      return emitOpError("returns ")
+             << future.getType() << " for a collective of type "
+             << value.getType();
   return success();
 }
 

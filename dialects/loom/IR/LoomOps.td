@@ -774,9 +774,12 @@ def Loom_StartOp : Loom_Op<"start", [
     SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
   let summary = "Start a collective in the background";
   let description = [{
-    Runs the one collective in its body asynchronously and returns a future;
-    `loom.wait` gives its value. Compute placed between the two overlaps
-    with the communication.
+    Runs the one collective in its body (an all_reduce, all_gather,
+    reduce_scatter, or a `loom.combined` of them) asynchronously and returns
+    a future for each of its results; `loom.wait` gives a future's value.
+    Compute placed between the two overlaps with the communication. The
+    collective reads its operands until the last wait of its futures, so
+    they stay alive until then. Made by `loom-overlap-collectives`.
 
     ```mlir
     %f = loom.start -> !loom.future<tensor<8x16xf32>> {
@@ -786,12 +789,14 @@ def Loom_StartOp : Loom_Op<"start", [
     %v = loom.wait %f : !loom.future<tensor<8x16xf32>>
     ```
   }];
-  let results = (outs Loom_FutureType:$future);
+  let results = (outs Variadic<Loom_FutureType>:$futures);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "`->` qualified(type($future)) attr-dict-with-keyword $body";
+  let assemblyFormat = "`->` qualified(type($futures)) attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
-    /// The collective this op starts.
+    /// The op this op starts: a collective or a loom.combined.
+    ::mlir::Operation *getStarted();
+    /// The collective this op starts, when it is a single one.
     CollectiveOpInterface getCollective();
   }];
 }

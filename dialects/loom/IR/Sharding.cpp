@@ -210,14 +210,17 @@ int64_t loom::syntheticIdBound(Value input) {
       else if (auto ce = dyn_cast<CrossEntropyOp>(user))
         bound = std::min(bound, lastDim(ce.getLogits()));
       else if (isa<ReshapeOp, ShardOp, AllSliceOp, AllGatherOp, AllToAllOp,
-                   CollectivePermuteOp, TransposeOp, SliceOp>(user))
+                   CollectivePermuteOp, TransposeOp, SliceOp, WaitOp>(user))
         for (Value result : user->getResults())
           work.push_back(result);
-      else if (auto combined = dyn_cast<CombinedOp>(user->getParentOp());
-               combined && isa<YieldOp>(user)) // a member's gathered value
+      else if (isa<YieldOp>(user) &&
+               isa<CombinedOp, StartOp>(user->getParentOp())) {
+        // A member's gathered value, or a started gather's future.
         for (OpOperand &use : value.getUses())
           if (use.getOwner() == user)
-            work.push_back(combined.getResult(use.getOperandNumber()));
+            work.push_back(
+                user->getParentOp()->getResult(use.getOperandNumber()));
+      }
     }
   }
   return bound == std::numeric_limits<int64_t>::max() ? 16 : bound;

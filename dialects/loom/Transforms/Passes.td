@@ -405,6 +405,51 @@ def LoomCombineCollectives : Pass<"loom-combine-collectives",
   let dependentDialects = ["loom::LoomDialect"];
 }
 
+def LoomOverlapCollectives : Pass<"loom-overlap-collectives",
+                                   "mlir::func::FuncOp"> {
+  let summary = "Start collectives early and wait for them late";
+  let description = [{
+    In each block (a function's body, a `loom.repeat`'s iteration), an
+    all_gather, all_reduce, reduce_scatter or `loom.combined` becomes a
+    `loom.start` placed just after the last op that makes one of its
+    operands, and a `loom.wait` for each of its results just before the
+    first op that reads one (backends complete a started op as a whole),
+    so that the kernels in between run while it communicates. A
+    `loom.combined` whose members are first read at different places is
+    split first: the members read first stay, the others become a
+    collective of their own just after it (a layer's MLP weights, gathered
+    with its attention's, then arrive while the attention computes). A start never moves before an earlier collective (or an
+    op holding one): backends run collectives one after the other in the
+    order they are started. A collective with no work (kernels, loops) to
+    hide behind stays as it is. The collective reads its operands until its
+    last wait, and the memory plan keeps them alive until then.
+
+    ```mlir
+    %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<64x128xbf16> -> tensor<128x128xbf16>
+    %h = loom.gelu %x : tensor<8x128xbf16>
+    %y = loom.matmul %h, %g : tensor<8x128xbf16>, tensor<128x128xbf16> -> tensor<8x128xbf16>
+    // becomes
+    %f = loom.start -> !loom.future<tensor<128x128xbf16>> {
+      %0 = loom.all_gather %w on @m ["dp"] dim 0 : tensor<64x128xbf16> -> tensor<128x128xbf16>
+      loom.yield %0 : tensor<128x128xbf16>
+    }
+    %h = loom.gelu %x : tensor<8x128xbf16>
+    %g = loom.wait %f : !loom.future<tensor<128x128xbf16>>
+    %y = loom.matmul %h, %g : tensor<8x128xbf16>, tensor<128x128xbf16> -> tensor<8x128xbf16>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numStarted", "started", "Number of collectives started early">,
+    Statistic<"numSplit", "split",
+              "Number of loom.combined ops split by where their members are "
+              "first read">,
+    Statistic<"numHidden", "hidden-behind",
+              "Number of ops whose work runs while a started collective "
+              "communicates (counted once per collective)">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 def LoomFuseAddNorm : Pass<"loom-fuse-add-norm", "mlir::func::FuncOp"> {
   let summary = "Make a residual sum and the norm that reads it one op";
   let description = [{

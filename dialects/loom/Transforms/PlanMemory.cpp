@@ -305,6 +305,12 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
           defineBuffer(result, index[op]);
       return isa<FusedOp>(op) ? WalkResult::skip() : WalkResult::advance();
     });
+    // A started collective reads its operands until its last wait.
+    llvm::DenseMap<Operation *, int64_t> readUntil;
+    func.walk([&](WaitOp wait) {
+      Operation *start = wait.getFuture().getDefiningOp();
+      readUntil[start] = std::max(readUntil.lookup(start), index[wait]);
+    });
     // Extend each buffer to its last use through views. A use by an op nested
     // deeper than the value's definition counts at the end of the outermost
     // such ancestor (the loop around the use).
@@ -317,13 +323,19 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
         if (found == buffers.end())
           continue;
         // Uses inside a loop that the storage is defined outside of count
-        // at the end of that loop.
+        // at the end of that loop. A collective's result inside a
+        // loom.combined or loom.start is the result of that op, made in
+        // the op's block.
         Block *defBlock = storage.getParentBlock();
+        while (isa<CombinedOp, StartOp>(defBlock->getParentOp()))
+          defBlock = defBlock->getParentOp()->getBlock();
         Operation *user = op;
         while (user->getBlock() != defBlock && user->getParentOp() &&
                user->getParentOp() != func.getOperation())
           user = user->getParentOp();
-        found->second.last = std::max(found->second.last, spanEnd[user]);
+        found->second.last =
+            std::max({found->second.last, spanEnd[user],
+                      isa<StartOp>(user) ? readUntil.lookup(user) : 0});
       }
       return isa<FusedOp>(op) ? WalkResult::skip() : WalkResult::advance();
     });
@@ -405,9 +417,11 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       if (op->getNumResults()) {
         SmallVector<int64_t> offsets;
         for (OpResult result : op->getResults()) {
-          // A loom.combined's results are its members'.
-          auto found = buffers.find(
-              owner(isa<CombinedOp>(op) ? root(result) : Value(result)));
+          // A loom.combined's results are its members'; a started
+          // collective's future and wait, the collective's.
+          auto found = buffers.find(owner(isa<CombinedOp, StartOp, WaitOp>(op)
+                                              ? root(result)
+                                              : Value(result)));
           offsets.push_back(found == buffers.end() ? -1 : found->second.offset);
         }
         op->setAttr(LoomDialect::kOffsetsAttrName,

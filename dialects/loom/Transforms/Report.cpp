@@ -136,8 +136,8 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
     function.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<FusedOp>(op->getParentOp()))
         return WalkResult::skip();
-      if (isa<CollectiveOpInterface, CombinedOp, RepeatOp, YieldOp,
-              func::ReturnOp, ConstantOp, func::FuncOp>(op) ||
+      if (isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, RepeatOp,
+              YieldOp, func::ReturnOp, ConstantOp, func::FuncOp>(op) ||
           isView(op))
         return WalkResult::advance();
       KernelInfo info;
@@ -228,8 +228,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       }
     }
     function.walk([&](Operation *op) {
-      if (isa<CollectiveOpInterface, CombinedOp, RepeatOp, ShardOp, YieldOp,
-              func::ReturnOp, ConstantOp>(op))
+      if (isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, RepeatOp,
+              ShardOp, YieldOp, func::ReturnOp, ConstantOp>(op))
         return;
       int64_t iterations = countIterations(op);
       flops += flopsOf(op) * iterations;

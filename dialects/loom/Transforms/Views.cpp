@@ -149,9 +149,14 @@ Value loom::viewedValue(Value value) {
     Operation *owner = result.getOwner();
     if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner))
       return owner->getOperand(0);
-    if (auto combined = dyn_cast<CombinedOp>(owner)) // its members' buffers
-      return combined.getBody().front().getTerminator()->getOperand(
+    // A combined op's results are its members' buffers; a started
+    // collective writes its result's buffer, which the future names and
+    // the wait gives.
+    if (isa<CombinedOp, StartOp>(owner))
+      return owner->getRegion(0).front().getTerminator()->getOperand(
           result.getResultNumber());
+    if (auto wait = dyn_cast<WaitOp>(owner))
+      return wait.getFuture();
     return nullptr;
   }
   auto argument = cast<BlockArgument>(value);
@@ -216,8 +221,10 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
     return address;
   }
   Operation *op = value.getDefiningOp();
-  if (isView(op)) // a view is read through its strides from its input
-    return arenaAddress(op->getOperand(0));
+  // A view is read through its strides from its input; a combined or
+  // started collective's results live in its members' buffers.
+  if (Value viewed = viewedValue(value))
+    return arenaAddress(viewed);
   auto offsets =
       op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
   return {offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,

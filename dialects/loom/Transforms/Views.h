@@ -80,8 +80,9 @@ bool isView(mlir::Operation *op);
 
 /// The value whose buffer `value` uses (reshape and shard results, a
 /// repeat's carried and stacked arguments, transposes read only by
-/// contractions, a loom.combined's results: its members'), or null when it
-/// has a buffer of its own.
+/// contractions, a loom.combined's results: its members', a loom.start's
+/// futures and their loom.wait results: the started collective's), or null
+/// when it has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
 /// Where a value of a planned program (loom-plan-memory) lives in the

@@ -36,15 +36,23 @@ struct SpmdOptions {
 void buildSpmdPipeline(mlir::OpPassManager &pm,
                        const SpmdOptions &options = {});
 
+/// What the kernel plan may do.
+struct KernelPlanOptions {
+  /// Start collectives early and wait for them late, so that kernels run
+  /// while they communicate (loom-overlap-collectives).
+  bool overlapCollectives = true;
+};
+
 /// The kernels and the arena of a per-device program, which every backend
 /// shares (loom-fuse-softmax-stats, loom-fuse-elementwise,
-/// loom-plan-memory).
-void buildKernelPlanPipeline(mlir::OpPassManager &pm);
+/// loom-overlap-collectives, loom-plan-memory).
+void buildKernelPlanPipeline(mlir::OpPassManager &pm,
+                             const KernelPlanOptions &options = {});
 
 /// What code generation starts from: the SPMD pipeline, the contraction
 /// order (loom-contraction-order), then the kernel plan.
-void buildPlanPipeline(mlir::OpPassManager &pm,
-                       const SpmdOptions &options = {});
+void buildPlanPipeline(mlir::OpPassManager &pm, const SpmdOptions &options = {},
+                       const KernelPlanOptions &kernelOptions = {});
 
 /// Registers every Loom pipeline with the global pass registry.
 void registerLoomPipelines();

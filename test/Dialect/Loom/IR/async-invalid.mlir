@@ -3,7 +3,7 @@
 loom.mesh @m ["tp" = 4]
 
 func.func @not_a_collective(%x: tensor<8xf32>) {
-  // expected-error @+1 {{'loom.start' op body must hold exactly one collective with a result, then loom.yield}}
+  // expected-error @+1 {{'loom.start' op body must hold exactly one all_reduce, all_gather, reduce_scatter or loom.combined, then loom.yield}}
   %f = loom.start -> !loom.future<tensor<8xf32>> {
     %r = loom.relu %x : tensor<8xf32>
     loom.yield %r : tensor<8xf32>
@@ -16,7 +16,7 @@ func.func @not_a_collective(%x: tensor<8xf32>) {
 loom.mesh @m ["tp" = 4]
 
 func.func @two_ops(%x: tensor<8xf32>) {
-  // expected-error @+1 {{'loom.start' op body must hold exactly one collective with a result, then loom.yield}}
+  // expected-error @+1 {{'loom.start' op body must hold exactly one all_reduce, all_gather, reduce_scatter or loom.combined, then loom.yield}}
   %f = loom.start -> !loom.future<tensor<8xf32>> {
     %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8xf32>
     %s = loom.relu %r : tensor<8xf32>
@@ -30,7 +30,7 @@ func.func @two_ops(%x: tensor<8xf32>) {
 loom.mesh @m ["tp" = 4]
 
 func.func @yields_other_value(%x: tensor<8xf32>) {
-  // expected-error @+1 {{'loom.start' op body must yield its collective's result}}
+  // expected-error @+1 {{'loom.start' op body must yield its collective's results}}
   %f = loom.start -> !loom.future<tensor<8xf32>> {
     %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8xf32>
     loom.yield %x : tensor<8xf32>
@@ -47,6 +47,37 @@ func.func @future_type(%x: tensor<8xf32>) {
   %f = loom.start -> !loom.future<tensor<8xbf16>> {
     %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8xf32>
     loom.yield %r : tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Backends start reductions, gathers and their combinations only.
+loom.mesh @m ["tp" = 4]
+
+func.func @broadcast(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.start' op body must hold exactly one all_reduce, all_gather, reduce_scatter or loom.combined, then loom.yield}}
+  %f = loom.start -> !loom.future<tensor<8xf32>> {
+    %r = loom.broadcast %x on @m ["tp"] root 0 : tensor<8xf32>
+    loom.yield %r : tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+loom.mesh @m ["tp" = 4]
+
+func.func @futures_count(%x: tensor<8xf32>, %y: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.start' op returns 1 futures for a collective of 2 results}}
+  %f = loom.start -> !loom.future<tensor<8xf32>> {
+    %a, %b = loom.combined -> (tensor<8xf32>, tensor<8xf32>) {
+      %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8xf32>
+      %s = loom.all_reduce %y on @m ["tp"] sum : tensor<8xf32>
+      loom.yield %r, %s : tensor<8xf32>, tensor<8xf32>
+    }
+    loom.yield %a : tensor<8xf32>
   }
   return
 }

@@ -37,3 +37,24 @@ func.func @gather_in_background(%x: tensor<4x16xbf16>) -> tensor<8x16xbf16> {
   %v = loom.wait %f : !loom.future<tensor<8x16xbf16>>
   return %v : tensor<8x16xbf16>
 }
+
+// A combined collective is started as one, with a future per member.
+// CHECK-LABEL: func.func @combined_in_background
+func.func @combined_in_background(%x: tensor<4x16xbf16>, %y: tensor<16x2xf32>) -> (tensor<8x16xbf16>, tensor<16x4xf32>) {
+  // CHECK: %[[F:.*]]:2 = loom.start -> !loom.future<tensor<8x16xbf16>>, !loom.future<tensor<16x4xf32>> {
+  // CHECK-NEXT: %[[C:.*]]:2 = loom.combined
+  // CHECK: loom.yield %[[C]]#0, %[[C]]#1 : tensor<8x16xbf16>, tensor<16x4xf32>
+  %f:2 = loom.start -> !loom.future<tensor<8x16xbf16>>, !loom.future<tensor<16x4xf32>> {
+    %a, %b = loom.combined -> (tensor<8x16xbf16>, tensor<16x4xf32>) {
+      %g = loom.all_gather %x on @m ["dp"] dim 0 : tensor<4x16xbf16> -> tensor<8x16xbf16>
+      %h = loom.all_gather %y on @m ["dp"] dim 1 : tensor<16x2xf32> -> tensor<16x4xf32>
+      loom.yield %g, %h : tensor<8x16xbf16>, tensor<16x4xf32>
+    }
+    loom.yield %a, %b : tensor<8x16xbf16>, tensor<16x4xf32>
+  }
+  // CHECK: loom.wait %[[F]]#1
+  // CHECK: loom.wait %[[F]]#0
+  %w = loom.wait %f#1 : !loom.future<tensor<16x4xf32>>
+  %v = loom.wait %f#0 : !loom.future<tensor<8x16xbf16>>
+  return %v, %w : tensor<8x16xbf16>, tensor<16x4xf32>
+}

@@ -9,18 +9,3 @@ func.func @too_big(%x: tensor<1152921504606846976xf32> {loom.input = "x"}) -> te
   %2 = loom.add %1, %0 : tensor<1152921504606846976xf32>, tensor<1152921504606846976xf32> -> tensor<1152921504606846976xf32>
   return %2 : tensor<1152921504606846976xf32>
 }
-
-// -----
-
-// A value with no size in bytes (a future of a collective started early)
-// is refused at its op; it crashed the plan.
-loom.mesh @m ["dp" = 2]
-func.func @future(%x: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {loom.model, loom.spmd} {
-  // expected-error @below {{loom-plan-memory: cannot place a value of type '!loom.future<tensor<8x16xf32>>' in the arena: only statically shaped tensors of integers or floats have a size}}
-  %f = loom.start -> !loom.future<tensor<8x16xf32>> {
-    %r = loom.all_reduce %x on @m ["dp"] sum : tensor<8x16xf32>
-    loom.yield %r : tensor<8x16xf32>
-  }
-  %v = loom.wait %f : !loom.future<tensor<8x16xf32>>
-  return %v : tensor<8x16xf32>
-}

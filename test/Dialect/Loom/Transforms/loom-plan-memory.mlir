@@ -234,3 +234,31 @@ func.func @elementwise_in_place(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tens
   %r = loom.matmul %q, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// A started collective reads its operand until its wait: the exp between
+// them does not take the relu's buffer (it would without the start), and
+// the gather's result, written in the background, is nobody else's. The
+// future and the wait name the gather's buffer.
+loom.mesh @m ["dp" = 2]
+// CHECK-LABEL: func.func @started
+// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 64>}
+// CHECK:       loom.start {{.*}} attributes {loom.offsets = array<i64: 128>}
+// CHECK-NEXT:    loom.all_gather {{.*}} {loom.offsets = array<i64: 128>}
+// CHECK:       loom.exp %arg0 {loom.offsets = array<i64: 256>}
+// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: 256>}
+// CHECK:       loom.wait {{.*}} {loom.offsets = array<i64: 128>}
+func.func @started(%x: tensor<4x4xf32> {loom.input = "x"}) -> tensor<8x4xf32> attributes {loom.model} {
+  %0 = loom.relu %x : tensor<4x4xf32>
+  %f = loom.start -> !loom.future<tensor<8x4xf32>> {
+    %g = loom.all_gather %0 on @m ["dp"] dim 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+    loom.yield %g : tensor<8x4xf32>
+  }
+  %1 = loom.exp %x : tensor<4x4xf32>
+  %2 = loom.tanh %1 : tensor<4x4xf32>
+  %v = loom.wait %f : !loom.future<tensor<8x4xf32>>
+  %3 = loom.concat %2, %2 dim = 0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  %4 = loom.add %v, %3 : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+  return %4 : tensor<8x4xf32>
+}

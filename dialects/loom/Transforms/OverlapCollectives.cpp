@@ -1,0 +1,223 @@
+//===- OverlapCollectives.cpp - Start collectives early, wait late --------===//
+//
+// Part of the Loom project.
+//
+// A collective waited for where it stands stalls the rank for its whole
+// time. Started as soon as its operands exist and waited for only where its
+// result is first read, it runs while the kernels in between compute: a
+// gather of the output projection's weights behind every layer, a gather
+// of the next weights behind this norm.
+//===----------------------------------------------------------------------===//
+
+#include "dialects/loom/Transforms/Passes.h"
+#include "dialects/loom/Transforms/Views.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace loom {
+#define GEN_PASS_DEF_LOOMOVERLAPCOLLECTIVES
+#include "dialects/loom/Transforms/Passes.h.inc"
+} // namespace loom
+
+using namespace mlir;
+using namespace loom;
+
+namespace {
+
+/// The kinds a backend can start (StartOp's verifier).
+bool isStartable(Operation *op) {
+  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, CombinedOp>(op) &&
+         !isa<StartOp, CombinedOp>(op->getParentOp());
+}
+
+/// Whether `op` issues communication: a collective, or an op holding one
+/// (a loop of layers). Backends run collectives one after the other in the
+/// order they are issued, so a collective started early never passes one.
+bool issuesCollectives(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        return isa<CollectiveOpInterface>(nested) ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Whether `op` computes something the communication can hide behind: a
+/// kernel, or a loop of them; not a view, a constant or a wait.
+bool isWork(Operation *op) {
+  return !isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, ConstantOp>(
+             op) &&
+         !isView(op) && !op->hasTrait<OpTrait::IsTerminator>();
+}
+
+struct OverlapCollectivesPass
+    : public loom::impl::LoomOverlapCollectivesBase<OverlapCollectivesPass> {
+  void runOnOperation() override {
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) {
+      if (!isa<FusedOp, StartOp, CombinedOp>(block->getParentOp()))
+        blocks.push_back(block);
+    });
+    for (Block *block : blocks)
+      overlapIn(*block);
+  }
+
+  void overlapIn(Block &block) {
+    SmallVector<Operation *> candidates;
+    for (Operation &op : block)
+      if (isStartable(&op))
+        candidates.push_back(&op);
+    for (Operation *op : candidates) {
+      auto combined = dyn_cast<CombinedOp>(op);
+      for (Operation *part : combined ? splitByNeed(block, combined)
+                                      : SmallVector<Operation *>{op})
+        startEarly(block, part);
+    }
+  }
+
+  /// The first op of the block that reads `value` (null: none).
+  static Operation *firstReaderOf(Block &block, Value value) {
+    Operation *first = nullptr;
+    for (Operation *user : value.getUsers()) {
+      Operation *inBlock = block.findAncestorOpInBlock(*user);
+      if (inBlock && (!first || inBlock->isBeforeInBlock(first)))
+        first = inBlock;
+    }
+    return first;
+  }
+
+  /// A loom.combined is waited for as a whole, where its first member is
+  /// read. When others are read only later (a layer's MLP weights, gathered
+  /// with its attention's), those become a collective of their own just
+  /// after it, which can be waited for where the first of them is read;
+  /// the members read first stay. Returns what is left, in order.
+  SmallVector<Operation *> splitByNeed(Block &block, CombinedOp combined) {
+    SmallVector<Operation *> readers;
+    Operation *first = nullptr;
+    for (Value result : combined.getResults()) {
+      readers.push_back(firstReaderOf(block, result));
+      if (readers.back() && (!first || readers.back()->isBeforeInBlock(first)))
+        first = readers.back();
+    }
+    SmallVector<unsigned> now, later;
+    for (auto [index, reader] : llvm::enumerate(readers))
+      (reader && reader != first ? later : now).push_back(index);
+    if (!first || later.empty())
+      return {combined};
+    OpBuilder builder(combined);
+    Operation *kept = regroup(builder, combined, now);
+    Operation *split = regroup(builder, combined, later);
+    combined.erase();
+    ++numSplit;
+    return {kept, split};
+  }
+
+  /// The members `which` of `combined` as one op at the builder's place:
+  /// the member itself, or a loom.combined of them; their uses follow.
+  Operation *regroup(OpBuilder &builder, CombinedOp combined,
+                     ArrayRef<unsigned> which) {
+    Operation *yield = combined.getBody().front().getTerminator();
+    SmallVector<Operation *> members;
+    for (unsigned index : which)
+      members.push_back(yield->getOperand(index).getDefiningOp());
+    if (members.size() == 1) {
+      members.front()->moveBefore(builder.getInsertionBlock(),
+                                  builder.getInsertionPoint());
+      combined.getResult(which.front())
+          .replaceAllUsesWith(members.front()->getResult(0));
+      return members.front();
+    }
+    SmallVector<Type> types;
+    SmallVector<Location> locations;
+    for (Operation *member : members) {
+      types.push_back(member->getResult(0).getType());
+      locations.push_back(member->getLoc());
+    }
+    auto group =
+        CombinedOp::create(builder, builder.getFusedLoc(locations), types);
+    OpBuilder inside(group.getContext());
+    Block *body = inside.createBlock(&group.getBody());
+    SmallVector<Value> results;
+    for (Operation *member : members) {
+      member->moveBefore(body, body->end());
+      results.push_back(member->getResult(0));
+    }
+    YieldOp::create(inside, group.getLoc(), results);
+    for (auto [index, result] : llvm::zip(which, group.getResults()))
+      combined.getResult(index).replaceAllUsesWith(result);
+    return group;
+  }
+
+  /// Starts `op` just after the last op of the block that makes one of its
+  /// operands, but never before an earlier collective (one moved ahead
+  /// would delay it), and waits for its results just before the first op
+  /// that reads one; leaves it alone when no work would run in between.
+  void startEarly(Block &block, Operation *op) {
+    // The op of the block after which the start goes (null: the start of
+    // the block).
+    Operation *after = nullptr;
+    auto later = [&](Operation *candidate) {
+      if (candidate && (!after || after->isBeforeInBlock(candidate)))
+        after = candidate;
+    };
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        Operation *writer = operand.getDefiningOp();
+        if (writer && !op->isAncestor(writer))
+          later(block.findAncestorOpInBlock(*writer));
+      }
+    });
+    for (Operation *earlier = op->getPrevNode(); earlier;
+         earlier = earlier->getPrevNode())
+      if (issuesCollectives(earlier)) {
+        later(earlier);
+        break;
+      }
+
+    // The first reader of any result in the block: backends complete a
+    // started op as a whole, so every result is waited for there.
+    Operation *firstReader = nullptr;
+    for (Value result : op->getResults()) {
+      Operation *reader = firstReaderOf(block, result);
+      if (reader && (!firstReader || reader->isBeforeInBlock(firstReader)))
+        firstReader = reader;
+    }
+    if (!firstReader)
+      return; // nothing reads it
+
+    // Work from the start's place to the wait hides the collective.
+    Operation *from = after ? after->getNextNode() : &block.front();
+    int64_t hidden = 0;
+    for (Operation *at = from; at != firstReader; at = at->getNextNode())
+      if (at != op && isWork(at))
+        ++hidden;
+    if (hidden == 0)
+      return;
+
+    OpBuilder builder(op->getContext());
+    if (after)
+      builder.setInsertionPointAfter(after);
+    else
+      builder.setInsertionPointToStart(&block);
+    SmallVector<Type> futureTypes;
+    for (Value result : op->getResults())
+      futureTypes.push_back(FutureType::get(
+          op->getContext(), cast<RankedTensorType>(result.getType())));
+    auto start = StartOp::create(builder, op->getLoc(), futureTypes);
+    Block *body = builder.createBlock(&start.getBody());
+    op->moveBefore(body, body->end());
+    builder.setInsertionPointToEnd(body);
+    auto yield = YieldOp::create(builder, op->getLoc(), op->getResults());
+    builder.setInsertionPoint(firstReader);
+    for (auto [result, future] :
+         llvm::zip(op->getResults(), start.getFutures())) {
+      auto wait =
+          WaitOp::create(builder, op->getLoc(), result.getType(), future);
+      result.replaceAllUsesExcept(wait.getResult(), yield);
+    }
+    ++numStarted;
+    numHidden += hidden;
+  }
+};
+
+} // namespace
