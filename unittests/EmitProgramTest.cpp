@@ -61,7 +61,8 @@ protected:
 
   /// A model (by default kModel), compiled up to code generation (partitioned
   /// and planned), or null with the failure recorded.
-  OwningOpRef<ModuleOp> planned(const char *model = kModel) {
+  OwningOpRef<ModuleOp> planned(const char *model = kModel,
+                                bool overlapCollectives = false) {
     SmallString<128> path;
     int fd;
     if (llvm::sys::fs::createTemporaryFile("emit-program", "loom", fd, path)) {
@@ -83,7 +84,9 @@ protected:
     OwningOpRef<ModuleOp> module =
         loom::generateModule(context, sourceMgr, *program, options);
     PassManager pm(&context);
-    loom::buildPlanPipeline(pm);
+    loom::KernelPlanOptions kernelOptions;
+    kernelOptions.overlapCollectives = overlapCollectives;
+    loom::buildPlanPipeline(pm, {}, kernelOptions);
     if (!module || failed(pm.run(*module))) {
       ADD_FAILURE() << "the model does not compile: " << diagnostics;
       return {};
@@ -180,7 +183,8 @@ TEST_F(EmitProgramTest, AnEpilogueNeverWritesOverTheGemmsOperands) {
 // start whose wait is not in its block (hand-written IR) is refused at the
 // start, never emitted as a future the step leaves outstanding.
 TEST_F(EmitProgramTest, AStartedCollectiveIsWaitedForInItsBlock) {
-  OwningOpRef<ModuleOp> module = planned(kFsdpModel);
+  OwningOpRef<ModuleOp> module =
+      planned(kFsdpModel, /*overlapCollectives=*/true);
   ASSERT_TRUE(module);
   std::string code;
   llvm::raw_string_ostream os(code);

@@ -324,6 +324,26 @@ LogicalResult StartOp::verifyRegions() {
   return success();
 }
 
+CombinedOp CombinedOp::wrap(OpBuilder &builder, ArrayRef<Operation *> members) {
+  SmallVector<Type> types;
+  SmallVector<Location> locations;
+  for (Operation *member : members) {
+    types.push_back(member->getResult(0).getType());
+    locations.push_back(member->getLoc());
+  }
+  auto combined =
+      CombinedOp::create(builder, builder.getFusedLoc(locations), types);
+  OpBuilder inside(builder.getContext());
+  Block *body = inside.createBlock(&combined.getBody());
+  SmallVector<Value> results;
+  for (Operation *member : members) {
+    member->moveBefore(body, body->end());
+    results.push_back(member->getResult(0));
+  }
+  YieldOp::create(inside, combined.getLoc(), results);
+  return combined;
+}
+
 SmallVector<CollectiveOpInterface> CombinedOp::getMembers() {
   SmallVector<CollectiveOpInterface> members;
   for (Operation &op : getBody().front().without_terminator())

@@ -846,6 +846,11 @@ def Loom_CombinedOp : Loom_Op<"combined", [
     /// The collectives it runs, in order (every op of the body but the
     /// yield).
     llvm::SmallVector<CollectiveOpInterface> getMembers();
+    /// Moves `members` (collectives of one result each) into a new
+    /// loom.combined at the builder's place, yielding their results in
+    /// order; their other uses are the caller's to redirect.
+    static CombinedOp wrap(::mlir::OpBuilder &builder,
+                           ::llvm::ArrayRef<::mlir::Operation *> members);
   }];
 }
 

@@ -143,25 +143,12 @@ struct CombineCollectivesPass
   }
 
   void materialize(Group &group, Operation *firstReader) {
-    SmallVector<Type> types;
-    SmallVector<Location> locations;
-    for (Operation *member : group.members) {
-      types.push_back(member->getResult(0).getType());
-      locations.push_back(member->getLoc());
-    }
     OpBuilder builder(firstReader);
-    auto combined =
-        CombinedOp::create(builder, builder.getFusedLoc(locations), types);
-    Block *body = builder.createBlock(&combined.getBody());
-    SmallVector<Value> results;
-    for (Operation *member : group.members) {
-      member->moveBefore(body, body->end());
-      results.push_back(member->getResult(0));
-    }
-    builder.setInsertionPointToEnd(body);
-    auto yield = YieldOp::create(builder, combined.getLoc(), results);
-    for (auto [result, member] : llvm::zip(combined.getResults(), results))
-      member.replaceAllUsesExcept(result, yield);
+    auto combined = CombinedOp::wrap(builder, group.members);
+    Operation *yield = combined.getBody().front().getTerminator();
+    for (auto [result, member] :
+         llvm::zip(combined.getResults(), group.members))
+      member->getResult(0).replaceAllUsesExcept(result, yield);
     numCombined += group.members.size();
     ++numGroups;
   }

@@ -127,22 +127,7 @@ struct OverlapCollectivesPass
           .replaceAllUsesWith(members.front()->getResult(0));
       return members.front();
     }
-    SmallVector<Type> types;
-    SmallVector<Location> locations;
-    for (Operation *member : members) {
-      types.push_back(member->getResult(0).getType());
-      locations.push_back(member->getLoc());
-    }
-    auto group =
-        CombinedOp::create(builder, builder.getFusedLoc(locations), types);
-    OpBuilder inside(group.getContext());
-    Block *body = inside.createBlock(&group.getBody());
-    SmallVector<Value> results;
-    for (Operation *member : members) {
-      member->moveBefore(body, body->end());
-      results.push_back(member->getResult(0));
-    }
-    YieldOp::create(inside, group.getLoc(), results);
+    auto group = CombinedOp::wrap(builder, members);
     for (auto [index, result] : llvm::zip(which, group.getResults()))
       combined.getResult(index).replaceAllUsesWith(result);
     return group;

@@ -39,8 +39,9 @@ void buildSpmdPipeline(mlir::OpPassManager &pm,
 /// What the kernel plan may do.
 struct KernelPlanOptions {
   /// Start collectives early and wait for them late, so that kernels run
-  /// while they communicate (loom-overlap-collectives).
-  bool overlapCollectives = true;
+  /// while they communicate (loom-overlap-collectives; loomc
+  /// --overlap-collectives, off by default).
+  bool overlapCollectives = false;
 };
 
 /// The kernels and the arena of a per-device program, which every backend
