@@ -101,6 +101,9 @@ def main() -> int:
                     help="loomc flags of the baseline build only, such as "
                     "--combine-bytes=0; without --baseline, the baseline is "
                     "--loomc with these flags")
+    ap.add_argument("--loomc-flags", default="", metavar="FLAGS",
+                    help="loomc flags of the --loomc build only, such as "
+                    "--overlap-collectives")
     ap.add_argument("--mesh", help="mesh sizes, as loomc --mesh takes them")
     ap.add_argument("--steps", type=int, default=20,
                     help="steps a run (default %(default)s)")
@@ -114,8 +117,8 @@ def main() -> int:
     if not model.is_file():
         ap.error(f"no such model: {model}")
     mesh = ["--mesh", args.mesh] if args.mesh else []
-    compilers = [("loomc", args.loomc, [])]
-    if args.baseline or args.baseline_flags:
+    compilers = [("loomc", args.loomc, shlex.split(args.loomc_flags))]
+    if args.baseline or args.baseline_flags or args.loomc_flags:
         compilers.insert(0, ("baseline", args.baseline or args.loomc,
                              shlex.split(args.baseline_flags)))
     ranks = ranks_of(args.loomc, model, mesh)

@@ -359,7 +359,7 @@ private:
       finish();
       return;
     }
-    MPI_Request request;
+    MPI_Request request = MPI_REQUEST_NULL;
     check(rt, start(&request), what);
     pending[future].push_back({request, what, finish});
   }

@@ -17,6 +17,7 @@ typedef int MPI_Comm;
 typedef int MPI_Op;
 typedef int MPI_Datatype;
 typedef int MPI_Request;
+#define MPI_REQUEST_NULL 0
 typedef int MPI_Errhandler;
 typedef int MPI_Info;
 typedef struct {
