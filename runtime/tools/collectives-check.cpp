@@ -15,6 +15,10 @@
 //   shorter, left out or made twice; `unread` makes it twice and has its
 //   receiver skip the receive (to test the loopback mode's send/recv
 //   messages).
+//   LOOMRT_CHECK_FUTURE=wait|twice|unwaited misuses the started
+//   collectives' calls first thing: waits for a future never started,
+//   starts one twice, or ends the step with one outstanding (to test the
+//   runtime's messages).
 //
 // Rank 0 prints one line per check; a wrong result ends the job through
 // loomrt_fail, naming the collective, the rank and the first wrong element.
@@ -137,6 +141,16 @@ void step(loomrt_ctx *rt, char *arena) {
   Checker c{rt, arena, me};
   // For testing the loopback mode's mismatch message: this rank skips the
   // first collective, so it meets the others at a different one.
+  if (const char *misuse = getenv("LOOMRT_CHECK_FUTURE")) {
+    std::string how = misuse;
+    if (how == "wait")
+      loomrt_wait(rt, 7);
+    loomrt_start_begin(rt, 7);
+    loomrt_start_end(rt, 7);
+    if (how == "twice")
+      loomrt_start_begin(rt, 7);
+    return; // "unwaited": the step ends with future 7 outstanding
+  }
   const char *diverge = getenv("LOOMRT_CHECK_DIVERGE");
   bool skipFirst = diverge && atoll(diverge) == me;
   const std::vector<std::vector<int>> subsets = {{0}, {1}, {0, 1}, {1, 0}};

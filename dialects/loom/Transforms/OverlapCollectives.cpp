@@ -100,9 +100,22 @@ struct OverlapCollectivesPass
         first = readers.back();
     }
     SmallVector<unsigned> now, later;
-    for (auto [index, reader] : llvm::enumerate(readers))
+    Operation *firstLater = nullptr;
+    for (auto [index, reader] : llvm::enumerate(readers)) {
       (reader && reader != first ? later : now).push_back(index);
+      if (reader && reader != first &&
+          (!firstLater || reader->isBeforeInBlock(firstLater)))
+        firstLater = reader;
+    }
     if (!first || later.empty())
+      return {combined};
+    // A split costs a call; it pays only with work to hide the later
+    // members behind.
+    bool hides = false;
+    for (Operation *at = combined->getNextNode(); at != firstLater;
+         at = at->getNextNode())
+      hides |= isWork(at);
+    if (!hides)
       return {combined};
     OpBuilder builder(combined);
     Operation *kept = regroup(builder, combined, now);

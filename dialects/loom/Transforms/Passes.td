@@ -415,9 +415,9 @@ def LoomOverlapCollectives : Pass<"loom-overlap-collectives",
     operands, and a `loom.wait` for each of its results just before the
     first op that reads one (backends complete a started op as a whole),
     so that the kernels in between run while it communicates. A
-    `loom.combined` whose members are first read at different places is
-    split first: the members read first stay, the others become a
-    collective of their own just after it (a layer's MLP weights, gathered
+    `loom.combined` whose members are first read at different places, with
+    work between those places, is split first: the members read first stay,
+    the others become a collective of their own just after it (a layer's MLP weights, gathered
     with its attention's, then arrive while the attention computes). A start never moves before an earlier collective (or an
     op holding one): backends run collectives one after the other in the
     order they are started. A collective with no work (kernels, loops) to

@@ -202,3 +202,26 @@ func.func @not_passed(%u: tensor<16x32xf32>, %a: tensor<8x32xf32>) -> (tensor<8x
   %z = loom.matmul %y, %v : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
   return %y, %z : tensor<8x32xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// No split where nothing would hide the later members: only a view and a
+// collective come between their readers and the first one's.
+loom.mesh @m ["dp" = 2, "tp" = 2]
+
+// CHECK-LABEL: func.func @no_split
+// CHECK-NOT: loom.start
+// CHECK: loom.combined
+// CHECK-NEXT: loom.all_gather %arg0
+// CHECK-NEXT: loom.all_gather %arg1
+// CHECK-NOT: loom.start
+func.func @no_split(%u: tensor<16x32xf32>, %v: tensor<16x32xf32>) -> (tensor<32x32xf32>, tensor<64x16xf32>) {
+  %g:2 = loom.combined -> (tensor<32x32xf32>, tensor<32x32xf32>) {
+    %0 = loom.all_gather %u on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+    %1 = loom.all_gather %v on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+    loom.yield %0, %1 : tensor<32x32xf32>, tensor<32x32xf32>
+  }
+  %r = loom.all_reduce %g#0 on @m ["tp"] sum : tensor<32x32xf32>
+  %s = loom.reshape %g#1 : tensor<32x32xf32> -> tensor<64x16xf32>
+  return %r, %s : tensor<32x32xf32>, tensor<64x16xf32>
+}
