@@ -225,4 +225,8 @@ TEST_F(EmitProgramTest, AStartedCollectiveIsWaitedForInItsBlock) {
                              "loom.wait ops in its own block"),
             std::string::npos)
       << diagnostics;
+  // At the start's place in the source: the product that needs the
+  // gathered weight (`return h @ w`, line 4, column 12).
+  EXPECT_NE(diagnostics.find(".loom\":4:12)"), std::string::npos)
+      << diagnostics;
 }
