@@ -27,6 +27,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -508,6 +509,11 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // --mlir-print-ir-{before,after}=PASS look PASS up among the registered
+  // passes when their option is made: register every pass loomc runs first.
+  registerCanonicalizerPass();
+  registerCSEPass();
+  loom::registerLoomPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
