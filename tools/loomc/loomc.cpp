@@ -356,6 +356,12 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return 1;
 
   bool analyse = explain || report != Report::None;
+  // JSON is for tools: mixing IR or the text table into it would break them.
+  if (report == Report::Json && (explain || emitKind.getNumOccurrences())) {
+    llvm::errs() << "loomc: error: --report=json prints only JSON; use it "
+                    "without --emit and --explain\n";
+    return 1;
+  }
   if (analyse && emitKind.getNumOccurrences() && emitKind != Emit::Spmd) {
     llvm::errs() << "loomc: error: --explain and --report describe the "
                     "per-device program; use them alone or with --emit=spmd\n";
