@@ -85,7 +85,9 @@ static llvm::cl::opt<bool> explain(
                    "axes, shape, bytes per rank, the layouts that forced it "
                    "and the source lines of the ops that met. Alone it "
                    "prints only the list; with --emit=spmd, the IR first "
-                   "and the list as // comments"),
+                   "and the list as // comments. With "
+                   "--overlap-collectives, the collectives as the plan "
+                   "starts them, and where each starts and is waited for"),
     llvm::cl::cat(loomCategory));
 
 static llvm::cl::opt<Report> report(
@@ -458,8 +460,11 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   llvm::raw_ostream &os = output->os();
   // The report's peak memory comes from the memory plan, made on a copy so
   // that --emit=spmd still prints the program before fusion.
+  // With --overlap-collectives, --explain lists the collectives as the
+  // plan starts them (split, started early), not as partitioning left them.
+  bool explainPlanned = explain && overlapCollectives;
   OwningOpRef<ModuleOp> planned;
-  if (report != Report::None) {
+  if (report != Report::None || explainPlanned) {
     planned = module->clone();
     PassManager planPm(&context);
     loom::buildKernelPlanPipeline(planPm, kernelOptions);
@@ -503,7 +508,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   };
   if (explain)
     printAnalysis([&](llvm::raw_ostream &out) {
-      loom::printCollectiveTable(*module, out);
+      loom::printCollectiveTable(explainPlanned ? *planned : *module, out);
     });
   if (report == Report::Text)
     printAnalysis([&](llvm::raw_ostream &out) {

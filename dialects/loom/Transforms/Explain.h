@@ -38,6 +38,11 @@ struct CollectiveInfo {
   /// From `loom.reason`: the value, its layout and the one needed, the ops
   /// that met, and conflicting annotations (empty when not recorded).
   std::string value, from, to, producer, consumer, conflict;
+  /// Where a collective started early (loom-overlap-collectives) starts and
+  /// is first waited for, and the computations that run in between; empty
+  /// when it is not started.
+  std::string startedAfter, waitedBefore;
+  int64_t computationsBetween = 0;
 };
 
 std::vector<CollectiveInfo> collectCollectives(mlir::Operation *root);
@@ -45,7 +50,9 @@ std::vector<CollectiveInfo> collectCollectives(mlir::Operation *root);
 /// One line: kind, axes, shape, bytes per rank, iterations and reason.
 std::string describeCollective(const CollectiveInfo &info);
 
-/// The `loomc --explain` table.
+/// The `loomc --explain` table. Of a planned program (after
+/// loom-overlap-collectives), it also says where each started collective
+/// starts and is waited for.
 void printCollectiveTable(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// The `loomc --report` summary, as text or as JSON.

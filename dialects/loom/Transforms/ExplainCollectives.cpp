@@ -10,6 +10,7 @@
 #include "dialects/loom/IR/Sharding.h"
 #include "dialects/loom/IR/TypeInference.h"
 #include "dialects/loom/Transforms/Passes.h"
+#include "dialects/loom/Transforms/Views.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -41,6 +42,44 @@ std::string loom::formatShape(Type type) {
     os << size << 'x';
   os << tensor.getElementType();
   return text;
+}
+
+static std::string describeOp(Operation *op) {
+  return (op->getName().getStringRef() + " at " +
+          formatSourceLocs(op->getLoc()))
+      .str();
+}
+
+/// Where the loom.start holding `collective` (directly or in a
+/// loom.combined) starts it and is first waited for.
+static void describeStart(Operation *collective, CollectiveInfo &info) {
+  Operation *parent = collective->getParentOp();
+  if (isa<CombinedOp>(parent))
+    parent = parent->getParentOp();
+  auto start = dyn_cast<StartOp>(parent);
+  if (!start)
+    return;
+  Operation *before = start->getPrevNode();
+  if (before)
+    info.startedAfter = describeOp(before);
+  else if (isa<RepeatOp>(start->getParentOp()))
+    info.startedAfter = "the start of its loom.repeat's iteration";
+  else
+    info.startedAfter = "the start of its function";
+  Operation *firstWait = nullptr;
+  for (Operation *user : start->getUsers())
+    if (user->getBlock() == start->getBlock() &&
+        (!firstWait || user->isBeforeInBlock(firstWait)))
+      firstWait = user;
+  if (!firstWait)
+    return;
+  Operation *reader = firstWait;
+  while (reader && isa<WaitOp>(reader))
+    reader = reader->getNextNode();
+  info.waitedBefore = reader ? describeOp(reader) : describeOp(firstWait);
+  for (Operation *at = start->getNextNode(); at != firstWait;
+       at = at->getNextNode())
+    info.computationsBetween += isComputation(at);
 }
 
 std::vector<CollectiveInfo> loom::collectCollectives(Operation *root) {
@@ -78,6 +117,7 @@ std::vector<CollectiveInfo> loom::collectCollectives(Operation *root) {
       info.consumer = text("consumer");
       info.conflict = text("conflict");
     }
+    describeStart(op, info);
     infos.push_back(std::move(info));
   });
   return infos;
@@ -108,6 +148,10 @@ std::string loom::describeCollective(const CollectiveInfo &info) {
             ", needed as " + info.to + " by " + info.consumer;
   if (!info.conflict.empty())
     text += "; conflicting annotations at " + info.conflict;
+  if (!info.startedAfter.empty())
+    text += "; started after " + info.startedAfter + ", waited for before " +
+            info.waitedBefore + ", " +
+            std::to_string(info.computationsBetween) + " computations between";
   if (auto combined = dyn_cast<CombinedOp>(info.op->getParentOp())) {
     size_t others = combined.getMembers().size() - 1;
     text += others == 1 ? "; run as one with the other member of its "
@@ -125,6 +169,9 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
   for (auto [index, info] : llvm::enumerate(infos))
     if (isa<CombinedOp>(info.op->getParentOp()))
       combined[info.op->getParentOp()].push_back(index + 1);
+  size_t started = llvm::count_if(infos, [](const CollectiveInfo &info) {
+    return !info.startedAfter.empty();
+  });
   os << "collectives of the per-device program: " << infos.size();
   if (!combined.empty()) {
     size_t members = 0;
@@ -134,6 +181,8 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
        << " (loom.combined runs " << members << " as " << combined.size()
        << ")";
   }
+  if (started)
+    os << "; " << started << " of them started early (--overlap-collectives)";
   os << "\n";
   double total = 0;
   for (auto [index, info] : llvm::enumerate(infos)) {
@@ -154,6 +203,10 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
     }
     if (!info.conflict.empty())
       os << "     conflicting annotations at " << info.conflict << "\n";
+    if (!info.startedAfter.empty())
+      os << "     started after " << info.startedAfter
+         << "\n     waited for before " << info.waitedBefore << " ("
+         << info.computationsBetween << " computations between)\n";
     if (isa<CombinedOp>(info.op->getParentOp())) {
       SmallVector<std::string> others;
       for (size_t number : combined[info.op->getParentOp()])

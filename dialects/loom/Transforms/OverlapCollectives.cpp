@@ -42,14 +42,6 @@ bool issuesCollectives(Operation *op) {
       .wasInterrupted();
 }
 
-/// Whether `op` computes something the communication can hide behind: a
-/// kernel, or a loop of them; not a view, a constant or a wait.
-bool isWork(Operation *op) {
-  return !isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, ConstantOp>(
-             op) &&
-         !isView(op) && !op->hasTrait<OpTrait::IsTerminator>();
-}
-
 struct OverlapCollectivesPass
     : public loom::impl::LoomOverlapCollectivesBase<OverlapCollectivesPass> {
   void runOnOperation() override {
@@ -114,7 +106,7 @@ struct OverlapCollectivesPass
     bool hides = false;
     for (Operation *at = combined->getNextNode(); at != firstLater;
          at = at->getNextNode())
-      hides |= isWork(at);
+      hides |= isComputation(at);
     if (!hides)
       return {combined};
     OpBuilder builder(combined);
@@ -187,7 +179,7 @@ struct OverlapCollectivesPass
     Operation *from = after ? after->getNextNode() : &block.front();
     int64_t hidden = 0;
     for (Operation *at = from; at != firstReader; at = at->getNextNode())
-      if (at != op && isWork(at))
+      if (at != op && isComputation(at))
         ++hidden;
     if (hidden == 0)
       return;

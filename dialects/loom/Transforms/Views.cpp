@@ -144,6 +144,12 @@ bool loom::isView(Operation *op) {
   return op->getNumResults() == 1 && viewedValue(op->getResult(0));
 }
 
+bool loom::isComputation(Operation *op) {
+  return !isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, ConstantOp>(
+             op) &&
+         !isView(op) && !op->hasTrait<OpTrait::IsTerminator>();
+}
+
 Value loom::viewedValue(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();

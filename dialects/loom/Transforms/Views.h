@@ -78,6 +78,12 @@ bool attentionView(llvm::ArrayRef<int64_t> shape,
 /// buffer, no kernel. The memory plan, the report and the emitters ask this.
 bool isView(mlir::Operation *op);
 
+/// Whether `op` computes something a started collective can communicate
+/// beside: a kernel, or a loop of them; not a view, a constant, a
+/// collective or a start or wait. The overlap pass and `--explain` count
+/// these.
+bool isComputation(mlir::Operation *op);
+
 /// The value whose buffer `value` uses (reshape and shard results, a
 /// repeat's carried and stacked arguments, transposes read only by
 /// contractions, a loom.combined's results: its members', a loom.start's
