@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <time.h>
+#include <tuple>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -975,7 +976,8 @@ const char *kUsage =
     "\n"
     "options:\n"
     "  --seed N                 seed of the initial values and synthetic "
-    "inputs (default 0)\n"
+    "inputs (default 0;\n"
+    "                           decimal, or 0x... hexadecimal)\n"
     "  --inputs FILE            model inputs from a safetensors file (global "
     "tensors);\n"
     "                           otherwise synthetic inputs derived from the "
@@ -987,7 +989,8 @@ const char *kUsage =
     "safetensors\n"
     "  --save-params FILE       write the parameters (global tensors) as "
     "safetensors\n"
-    "  --steps N                run N steps (default 1; 10 with --bench)\n"
+    "  --steps N                run N steps (default 1; 10 with --bench or "
+    "--profile)\n"
     "  --bench                  time the steps: median per rank and the share "
     "in GEMMs\n"
     "  --collective-timeout S   end the job when a collective (or a step "
@@ -1011,7 +1014,7 @@ const char *kUsage =
     "  --no-graph               CUDA: launch every step's kernels anew instead "
     "of\n"
     "                           replaying the step as a CUDA graph\n"
-    "  --help                   print this help\n"
+    "  -h, --help               print this help\n"
     "\n"
     "environment:\n"
     "  LOOMRT_TRANSPORT=nccl    CUDA: use NCCL even for one rank (1-rank "
@@ -1121,12 +1124,20 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     } else if (name == "--seed") {
       if (!takeValue())
         return false;
+      // Decimal (a leading 0 too: 010 is ten) or 0x hexadecimal, digits
+      // only: strtoull alone would take a sign, spaces and octal.
+      bool hex = value.size() > 2 && value[0] == '0' &&
+                 (value[1] == 'x' || value[1] == 'X');
+      std::string digits = hex ? value.substr(2) : value;
       char *end = nullptr;
       errno = 0;
-      options.seed = strtoull(value.c_str(), &end, 0);
-      if (value.empty() || *end || errno || value[0] == '-') {
-        error = "--seed needs an integer from 0 to 2^64 - 1 (0x... is "
-                "hexadecimal, a leading 0 octal), not '" +
+      if (!digits.empty() &&
+          digits.find_first_not_of(hex ? "0123456789abcdefABCDEF"
+                                       : "0123456789") == std::string::npos)
+        options.seed = strtoull(digits.c_str(), &end, hex ? 16 : 10);
+      if (!end || *end || errno) {
+        error = "--seed needs an integer from 0 to 2^64 - 1 (decimal, or "
+                "0x... hexadecimal), not '" +
                 value + "'";
         return false;
       }
@@ -1192,20 +1203,32 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       return false;
     }
   }
-  if (!options.out.empty() && options.out == options.saveParams) {
-    error = "--out and --save-params both name " + options.out +
-            ": the parameters would replace the outputs";
-    return false;
-  }
-  struct stat outStat, paramsStat;
+  // One file by any name (`x`, `./x`, a link): the existing file's identity,
+  // or for a new one its directory's and its own name.
+  auto fileIdentity = [](const std::string &path) {
+    struct stat info;
+    if (stat(path.c_str(), &info) == 0)
+      return std::make_tuple(info.st_dev, info.st_ino, std::string());
+    size_t slash = path.rfind('/');
+    std::string directory = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path.substr(0, slash);
+    std::string name =
+        slash == std::string::npos ? path : path.substr(slash + 1);
+    if (stat(directory.c_str(), &info) != 0)
+      return std::make_tuple(dev_t(0), ino_t(0), path);
+    return std::make_tuple(info.st_dev, info.st_ino, name);
+  };
   if (!options.out.empty() && !options.saveParams.empty() &&
-      stat(options.out.c_str(), &outStat) == 0 &&
-      stat(options.saveParams.c_str(), &paramsStat) == 0 &&
-      outStat.st_dev == paramsStat.st_dev &&
-      outStat.st_ino == paramsStat.st_ino) {
-    error = "--out " + options.out + " and --save-params " +
-            options.saveParams +
-            " are the same file: the parameters would replace the outputs";
+      (options.out == options.saveParams ||
+       fileIdentity(options.out) == fileIdentity(options.saveParams))) {
+    error = options.out == options.saveParams
+                ? "--out and --save-params both name " + options.out +
+                      ": the parameters would replace the outputs"
+                : "--out " + options.out + " and --save-params " +
+                      options.saveParams +
+                      " are the same file: the parameters would replace the "
+                      "outputs";
     return false;
   }
   if ((options.bench || options.profile) && !options.stepsGiven)
@@ -1541,13 +1564,16 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
          "%.1f GB/s, matrix %.2f TFLOP/s\n",
          stepSeconds.size(), meshPosition(rt).c_str(), device.name,
          source.c_str(), peakBytes * 1e-9, peakFlops * 1e-12);
-  // `at` is as wide as its longest entry (a batched einsum names each of
-  // its contractions).
-  int atWidth = 22;
-  for (int k = 0; k < m->num_kernels; ++k)
+  // `op` and `at` are as wide as their longest entries (a fusion group
+  // names its ops; a batched einsum each of its contractions), so that no
+  // name is cut and it reads as loomc --report prints it.
+  int opWidth = 32, atWidth = 22;
+  for (int k = 0; k < m->num_kernels; ++k) {
+    opWidth = std::max(opWidth, int(strlen(m->kernels[k].op)));
     atWidth = std::max(atWidth, int(strlen(m->kernels[k].at)));
-  printf("%4s  %-32s %-*s %5s %10s %6s %9s %9s %-7s %7s\n", "#", "op", atWidth,
-         "at", "runs", "us/run", "share", "GB/s", "TFLOP/s", "bound",
+  }
+  printf("%4s  %-*s %-*s %5s %10s %6s %9s %9s %-7s %7s\n", "#", opWidth, "op",
+         atWidth, "at", "runs", "us/run", "share", "GB/s", "TFLOP/s", "bound",
          "of peak");
   double ridge = peakBytes > 0 ? peakFlops / peakBytes : 0;
   for (int k = 0; k < m->num_kernels; ++k) {
@@ -1556,8 +1582,8 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
     double seconds = rt->kernelSeconds[size_t(k)];
     kernelTotal += seconds;
     if (runs == 0) {
-      printf("%4d  %-32.32s %-*s %5s\n", k + 1, kernel.op, atWidth, kernel.at,
-             "-");
+      printf("%4d  %-*s %-*s %5s\n", k + 1, opWidth, kernel.op, atWidth,
+             kernel.at, "-");
       continue;
     }
     double perRun = seconds / double(runs);
@@ -1565,9 +1591,9 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
            throughput = perRun > 0 ? kernel.flops / perRun : 0;
     bool compute = kernel.bytes > 0 && kernel.flops / kernel.bytes > ridge;
     double fraction = compute ? throughput / peakFlops : bandwidth / peakBytes;
-    printf("%4d  %-32.32s %-*s %5lld %10.2f %5.1f%% %9.2f %9.4f %-7s "
+    printf("%4d  %-*s %-*s %5lld %10.2f %5.1f%% %9.2f %9.4f %-7s "
            "%6.1f%%\n",
-           k + 1, kernel.op, atWidth, kernel.at,
+           k + 1, opWidth, kernel.op, atWidth, kernel.at,
            (long long)(runs / int64_t(stepSeconds.size())), perRun * 1e6,
            stepsTotal > 0 ? 100.0 * seconds / stepsTotal : 0.0,
            bandwidth * 1e-9, throughput * 1e-12, compute ? "compute" : "memory",
@@ -1575,7 +1601,7 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
     // Its parts (ProfiledPart): launches per step, time per launch, share.
     for (const loomrt_ctx::PartStats &part : rt->parts)
       if (part.kernel == k && part.calls > 0)
-        printf("%4s  %-32.32s %-*s %5lld %10.2f %5.1f%%\n", "",
+        printf("%4s  %-*s %-*s %5lld %10.2f %5.1f%%\n", "", opWidth,
                ("  part: " + part.name).c_str(), atWidth, "",
                (long long)(part.calls / int64_t(stepSeconds.size())),
                1e6 * part.seconds / double(part.calls),
@@ -1880,6 +1906,9 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     MPI_Comm_size(MPI_COMM_WORLD, &processes);
   }
   installFatalSignalReport(argv[0]);
+  // A closed pipe on standard output is then a failed write that the
+  // finish below reports, not a silent death by SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   bool leader = processRank == 0;
   auto finish = [&](int code) {
     if (!alone)

@@ -854,10 +854,11 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
   std::string head = loomrt::buildSafetensorsHeader(
       entries, {{"format", "pt"}, {"model", model.getSymName().str()}},
       dataStart);
-  // A FIFO would block the write until something reads it.
+  // As the executables: only a regular file (a FIFO would block the write
+  // until something reads it; a device would take the data and lose it).
   llvm::sys::fs::file_status status;
   if (!llvm::sys::fs::status(options.out, status) &&
-      status.type() == llvm::sys::fs::file_type::fifo_file)
+      status.type() != llvm::sys::fs::file_type::regular_file)
     return model.emitError() << "--interpret: cannot write " << options.out
                              << ": not a regular file";
   std::error_code error;

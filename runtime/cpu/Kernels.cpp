@@ -694,7 +694,8 @@ extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count,
 static void failTarget(loomrt_ctx *rt, const char *site, int64_t target,
                        int64_t position, int64_t vocab) {
   std::string message = "target " + std::to_string(target) + " at position " +
-                        std::to_string(position) + " is outside [0, " +
+                        std::to_string(position) +
+                        " of this rank's targets is outside [0, " +
                         std::to_string(vocab) + ")";
   loomrt_fail(rt, site, message.c_str());
 }

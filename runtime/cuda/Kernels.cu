@@ -1496,7 +1496,8 @@ void checkStepTargets(loomrt_ctx *rt) {
     if (pending.targetsDtype == LOOMRT_I32)
       target = int32_t(target);
     std::string message = "target " + std::to_string(target) + " at position " +
-                          std::to_string(index) + " is outside [0, " +
+                          std::to_string(index) +
+                          " of this rank's targets is outside [0, " +
                           std::to_string(pending.vocab) + ")";
     loomrt_fail(rt, pending.site.c_str(), message.c_str());
   }

@@ -159,11 +159,25 @@ static llvm::cl::opt<bool> interpret(
                    "checked against; prints each output"),
     llvm::cl::cat(interpretCategory));
 
-static llvm::cl::opt<uint64_t>
+/// Parsed by parseSeed, as the executables parse theirs (LLVM's integer
+/// parser would read a leading 0 as octal).
+static llvm::cl::opt<std::string>
     interpretSeed("seed",
                   llvm::cl::desc("Seed of the initial values and synthetic "
-                                 "inputs (as the executable's --seed)"),
-                  llvm::cl::init(0), llvm::cl::cat(interpretCategory));
+                                 "inputs (as the executable's --seed: "
+                                 "decimal, or 0x... hexadecimal)"),
+                  llvm::cl::value_desc("N"), llvm::cl::init("0"),
+                  llvm::cl::cat(interpretCategory));
+
+/// A seed as the executables read it: decimal (010 is ten) or 0x
+/// hexadecimal, digits only.
+static std::optional<uint64_t> parseSeed(StringRef text) {
+  uint64_t value;
+  unsigned radix = text.consume_front_insensitive("0x") ? 16 : 10;
+  if (text.empty() || text.getAsInteger(radix, value))
+    return std::nullopt;
+  return value;
+}
 
 static llvm::cl::opt<std::string> interpretInputs(
     "inputs", llvm::cl::desc("Model inputs from a safetensors file"),
@@ -249,6 +263,16 @@ static int buildProgram(ModuleOp module) {
                     "Loom was configured); --emit=cuda still prints the code\n";
     return 1;
   }
+  // Training is specified but not built yet: say so rather than hand back a
+  // program that silently does less than the file asks.
+  module.walk([](loom::TrainOp train) {
+    train.emitWarning()
+        << "the train block is checked but not built yet: the program "
+           "runs the model's forward pass (and loss) each step, with no "
+           "backward pass, optimizer, ZeRO or microbatches (docs/language.md "
+           "section 13)";
+    return WalkResult::interrupt();
+  });
   SmallString<128> source;
   int fd = -1;
   if (std::error_code error = llvm::sys::fs::createTemporaryFile(
@@ -316,7 +340,7 @@ static int buildProgram(ModuleOp module) {
 static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   loom::FrontendOptions options;
   options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
-  if (!meshOverride.empty()) {
+  if (meshOverride.getNumOccurrences()) {
     std::string error;
     auto overrides = loom::parseMeshOverrides(meshOverride, error);
     if (failed(overrides)) {
@@ -387,6 +411,12 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                     "when it runs)\n";
     return 1;
   }
+  if (!parseSeed(interpretSeed)) {
+    llvm::errs() << "loomc: error: --seed needs an integer from 0 to 2^64 - 1 "
+                    "(decimal, or 0x... hexadecimal), not '"
+                 << interpretSeed << "'\n";
+    return 1;
+  }
   if (cudaArch.getNumOccurrences() && target != loom::Target::Cuda) {
     llvm::errs() << "loomc: error: --cuda-arch is the GPU of --target=cuda "
                     "programs; add --target=cuda\n";
@@ -407,6 +437,44 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   if (target == loom::Target::Cuda && !checkCudaArch(cudaArch))
     return 1;
+  // --interpret --out is checked before the (maybe long) run, as the
+  // executables check theirs.
+  if (interpret && !interpretOut.empty()) {
+    StringRef directory = llvm::sys::path::parent_path(interpretOut);
+    llvm::sys::fs::file_status status;
+    std::string problem;
+    if (!llvm::sys::fs::status(interpretOut, status)) {
+      if (status.type() != llvm::sys::fs::file_type::regular_file)
+        problem = "not a regular file";
+    } else if (!llvm::sys::fs::is_directory(directory.empty() ? "."
+                                                              : directory)) {
+      problem = ("no directory " + directory).str();
+    }
+    if (!problem.empty()) {
+      llvm::errs() << "loomc: error: --out: cannot write " << interpretOut
+                   << ": " << problem << "\n";
+      return 1;
+    }
+  }
+  // Where the executable goes is checked before compiling, so that a typo
+  // is named as such rather than as the linker's failure.
+  if (buildExecutable) {
+    StringRef directory = llvm::sys::path::parent_path(outputFile);
+    if (directory.empty())
+      directory = ".";
+    std::string problem;
+    if (llvm::sys::fs::is_directory(outputFile))
+      problem = "it is a directory";
+    else if (!llvm::sys::fs::is_directory(directory))
+      problem = ("no directory " + directory).str();
+    else if (llvm::sys::fs::access(directory, llvm::sys::fs::AccessMode::Write))
+      problem = ("cannot write in " + directory).str();
+    if (!problem.empty()) {
+      llvm::errs() << "loomc: error: cannot write the executable '"
+                   << outputFile << "': " << problem << "\n";
+      return 1;
+    }
+  }
   if (combineBytes < 0) {
     llvm::errs() << "loomc: error: --combine-bytes=" << combineBytes
                  << ": a size in bytes is 0 or more (0 combines none)\n";
@@ -445,7 +513,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
 
   if (interpret) {
     loom::InterpretOptions options;
-    options.seed = interpretSeed;
+    options.seed = *parseSeed(interpretSeed);
     options.inputs = interpretInputs;
     options.params = interpretParams;
     options.out = interpretOut;
