@@ -966,6 +966,20 @@ struct Options {
   int64_t logitsColumns = 0;
 };
 
+/// The options that every rank must share, as text (for the check that they
+/// do, and its message).
+std::string optionsText(const Options &options) {
+  return format("--seed %llu --steps %ld%s%s%s --collective-timeout %g%s%s%s%s",
+                (unsigned long long)options.seed, options.steps,
+                options.bench ? " --bench" : "",
+                options.profile ? " --profile" : "",
+                options.graph ? "" : " --no-graph", options.timeout,
+                options.inputs.empty() ? "" : " --inputs",
+                options.params.empty() ? "" : " --params",
+                options.out.empty() ? "" : " --out",
+                options.saveParams.empty() ? "" : " --save-params");
+}
+
 const char *kUsage =
     "usage: mpirun -np N %s [options]\n"
     "       %s --loopback [options]\n"
@@ -1934,6 +1948,27 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     if (processRank == firstFailed)
       printFirstFailure(argv[0], processRank, error);
     return finish(2);
+  }
+  // Valid options that differ between ranks (an MPMD launch, a wrapper
+  // adding a flag on some machines) would mix seeds or wait for steps that
+  // never come: the ranks compare a digest of them first.
+  if (!alone) {
+    int digest = int(fnv1a64(optionsText(options)) & 0x3fffffff);
+    int lowest = minOverProcesses(digest, options.timeout, argv[0]);
+    int firstDiffering = minOverProcesses(
+        digest != lowest ? processRank : processes, options.timeout, argv[0]);
+    if (firstDiffering < processes) {
+      int firstLowest = minOverProcesses(
+          digest == lowest ? processRank : processes, options.timeout, argv[0]);
+      // The two ranks that differ each say what they have.
+      if (processRank == firstDiffering || processRank == firstLowest)
+        fprintf(stderr,
+                "%s: rank %d: error: the ranks were started with different "
+                "options (every rank must get the same): rank %d has %s\n",
+                argv[0], processRank, processRank,
+                optionsText(options).c_str());
+      return finish(2);
+    }
   }
 
   int64_t meshRanks = 1;
