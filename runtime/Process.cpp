@@ -60,6 +60,8 @@ extern "C" const char *__asan_default_options() { return "detect_leaks=0"; }
 
 struct loomrt_ctx {
   const loomrt_model *model = nullptr;
+  /// The arena the generated code addresses (the device's on a GPU).
+  const char *arenaBase = nullptr;
   Transport *transport = nullptr;
   int worldRank = 0, worldSize = 1;
   std::vector<int64_t> coords;
@@ -1704,6 +1706,7 @@ int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
     return 1;
   }
   char *deviceArena = device.allocate(arena, arenaBytes);
+  rt->arenaBase = deviceArena;
   if (!deviceArena)
     abortJob(rt,
              format("cannot allocate the %s arena of %zu bytes", device.name,
@@ -2050,4 +2053,35 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
   }
   return finish(runRank(model, transport, processRank, processes, localIndex(),
                         options, argv[0]));
+}
+
+std::string loomrt::targetPlace(const loomrt_ctx *rt, const void *targets,
+                                int dtype, int64_t position) {
+  const loomrt_model *m = rt->model;
+  const char *here = static_cast<const char *>(targets);
+  size_t bytes = elementBytes(dtype);
+  for (int k = 0; m && rt->arenaBase && k < m->num_inputs; ++k) {
+    const loomrt_tensor &t = m->inputs[k];
+    int64_t count = 1;
+    for (int d = 0; d < t.rank; ++d)
+      count *= t.local_shape[d];
+    const char *base = rt->arenaBase + t.arena_offset;
+    if (t.dtype != dtype || here < base || here >= base + count * bytes)
+      continue;
+    int64_t local = (here - base) / int64_t(bytes) + position, global = -1;
+    forEachRun(rt, t, [&](int64_t from, int64_t to, int64_t length) {
+      if (local >= from && local < from + length)
+        global = to + (local - from);
+    });
+    if (global < 0)
+      continue;
+    std::string index;
+    for (int d = t.rank - 1; d >= 0; --d) {
+      index = std::to_string(global % t.global_shape[d]) +
+              (index.empty() ? "" : ", ") + index;
+      global /= t.global_shape[d];
+    }
+    return std::string(t.name) + "[" + index + "]";
+  }
+  return "position " + std::to_string(position) + " of this rank's targets";
 }

@@ -121,6 +121,13 @@ const DeviceOps &deviceOps();
 /// DeviceOps::runStep calls, captured or not).
 void runModelStep(loomrt_ctx *rt, const loomrt_model *model, char *arena);
 
+/// Where element `position` of a cross-entropy's targets (at `targets`,
+/// this rank's) is, for an error: `targets[5, 7]`, the global index in the
+/// model input it belongs to (as the inputs file holds it), or, when it is
+/// not a model input's, "position P of this rank's targets".
+std::string targetPlace(const loomrt_ctx *rt, const void *targets, int dtype,
+                        int64_t position);
+
 /// Whether `mine` holds on every rank (all ranks must call it together).
 bool everyRank(loomrt_ctx *rt, bool mine, const std::string &what);
 

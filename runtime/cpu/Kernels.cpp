@@ -692,11 +692,11 @@ extern "C" void loomrt_embedding(int idsDtype, const void *ids, int64_t count,
 }
 
 static void failTarget(loomrt_ctx *rt, const char *site, int64_t target,
-                       int64_t position, int64_t vocab) {
-  std::string message = "target " + std::to_string(target) + " at position " +
-                        std::to_string(position) +
-                        " of this rank's targets is outside [0, " +
-                        std::to_string(vocab) + ")";
+                       int targetsDtype, const void *targets, int64_t position,
+                       int64_t vocab) {
+  std::string message = "target " + std::to_string(target) + " at " +
+                        targetPlace(rt, targets, targetsDtype, position) +
+                        " is outside [0, " + std::to_string(vocab) + ")";
   loomrt_fail(rt, site, message.c_str());
 }
 
@@ -708,7 +708,7 @@ extern "C" void loomrt_pick(loomrt_ctx *rt, const char *site, int dtype,
   for (int64_t i = 0; i < count; ++i) {
     int64_t target = loadInt(targetsDtype, targets, i);
     if (target < 0 || target >= vocabTotal)
-      failTarget(rt, site, target, i, vocabTotal);
+      failTarget(rt, site, target, targetsDtype, targets, i, vocabTotal);
     int64_t column = target - vocabStart;
     out[i] = column >= 0 && column < vocab
                  ? load(dtype, logits, i * vocab + column)
@@ -763,7 +763,7 @@ extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,
   for (int64_t i = 0; i < count; ++i) {
     int64_t target = loadInt(targetsDtype, targets, i);
     if (target < 0 || target >= vocab)
-      failTarget(rt, site, target, i, vocab);
+      failTarget(rt, site, target, targetsDtype, targets, i, vocab);
     widen(dtype, logits, i * vocab, vocab, row.data());
     float maximum;
     float sum = expShiftedSum(row.data(), vocab, maximum);

@@ -1495,10 +1495,10 @@ void checkStepTargets(loomrt_ctx *rt) {
           "reading a target");
     if (pending.targetsDtype == LOOMRT_I32)
       target = int32_t(target);
-    std::string message = "target " + std::to_string(target) + " at position " +
-                          std::to_string(index) +
-                          " of this rank's targets is outside [0, " +
-                          std::to_string(pending.vocab) + ")";
+    std::string message =
+        "target " + std::to_string(target) + " at " +
+        targetPlace(rt, pending.targets, pending.targetsDtype, index) +
+        " is outside [0, " + std::to_string(pending.vocab) + ")";
     loomrt_fail(rt, pending.site.c_str(), message.c_str());
   }
 }

@@ -363,6 +363,13 @@ struct Stream {
   /// event recorded there during it (a fork, as CUDA has it): its work is
   /// recorded there, in order, until that capture ends.
   Stream *joined = nullptr;
+  /// Work recorded into a capture this stream joined, and how much of it
+  /// the capturing stream has waited for (an event recorded after it): a
+  /// capture ends with an error while a fork has work not joined back, as
+  /// CUDA's does (cudaErrorStreamCaptureUnjoined).
+  uint64_t forkedWork = 0, joinedBack = 0;
+  /// For the capturing stream: the streams that joined its capture.
+  std::vector<Stream *> forks;
 };
 
 /// The stream whose capture records `stream`'s work: itself, or the one
@@ -391,6 +398,8 @@ inline void settle(Stream *stream) {
 
 inline void enqueue(Stream *stream, std::function<void()> work) {
   if (Stream *capture = captureOf(stream)) {
+    if (capture != stream)
+      ++stream->forkedWork;
     capture->recorded.push_back(std::move(work));
     return;
   }
@@ -401,9 +410,11 @@ inline void enqueue(Stream *stream, std::function<void()> work) {
 /// Work that may wait for other processes: after the stream's earlier work
 /// and before its later work, but not necessarily before this returns.
 inline void enqueueDeferred(Stream *stream, std::function<void()> work) {
-  if (Stream *capture = captureOf(stream))
+  if (Stream *capture = captureOf(stream)) {
+    if (capture != stream)
+      ++stream->forkedWork;
     capture->recorded.push_back(std::move(work));
-  else if (stream)
+  } else if (stream)
     stream->deferred.push_back(std::move(work));
   else
     work();

@@ -52,6 +52,7 @@ enum cudaError_t {
   cudaErrorNoKernelImageForDevice = 209,
   cudaErrorNotReady = 600,
   cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureUnjoined = 904,
 };
 inline const char *cudaGetErrorString(cudaError_t error) {
   switch (error) {
@@ -61,6 +62,8 @@ inline const char *cudaGetErrorString(cudaError_t error) {
     return "no kernel image is available for execution on the device";
   case cudaErrorStreamCaptureInvalidated:
     return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureUnjoined:
+    return "capture was not joined back to the original stream";
   case cudaErrorMemoryAllocation:
     return "out of memory";
   default:
@@ -273,6 +276,10 @@ struct EmulatedEvent {
   /// The capture that recorded it (last), if any: a stream that waits for
   /// it joins that capture.
   cuda_on_cpu::Stream *capture = nullptr;
+  /// Recorded on a stream that joined a capture: that stream, and its
+  /// forked work then (all of it, if the capturing stream waits for this).
+  cuda_on_cpu::Stream *fork = nullptr;
+  uint64_t forkedWork = 0;
 };
 using cudaEvent_t = EmulatedEvent *;
 enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
@@ -294,6 +301,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
     event->done = true;
   };
   event->capture = cuda_on_cpu::captureOf(stream);
+  event->fork = event->capture && event->capture != stream ? stream : nullptr;
   if (stream && !event->capture && !stream->deferred.empty()) {
     event->done = false;
     event->stream = stream;
@@ -301,6 +309,8 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
     return cudaSuccess;
   }
   cuda_on_cpu::enqueue(stream, record);
+  if (event->fork)
+    event->forkedWork = stream->forkedWork;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -323,8 +333,18 @@ inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
   if (event->capture && event->capture->capturing) {
-    if (stream && stream != event->capture && !stream->capturing)
-      stream->joined = event->capture;
+    cuda_on_cpu::Stream *capture = event->capture;
+    if (stream && stream != capture && !stream->capturing) {
+      // A fork: this stream's work is the capture's from now on.
+      stream->joined = capture;
+      if (std::find(capture->forks.begin(), capture->forks.end(), stream) ==
+          capture->forks.end())
+        capture->forks.push_back(stream);
+    } else if (stream == capture && event->fork &&
+               event->fork->forkedWork == event->forkedWork) {
+      // A join: the capturing stream waits for all the fork's work so far.
+      event->fork->joinedBack = event->forkedWork;
+    }
     return cudaSuccess;
   }
   return cudaEventSynchronize(event);
@@ -357,6 +377,19 @@ inline cudaError_t cudaStreamEndCapture(cudaStream_t stream,
   if (!stream || !stream->capturing)
     return cudaErrorInvalidValue;
   stream->capturing = false;
+  bool unjoined = false;
+  for (cuda_on_cpu::Stream *fork : stream->forks) {
+    unjoined |= fork->forkedWork != fork->joinedBack;
+    fork->joined = nullptr;
+    fork->forkedWork = fork->joinedBack = 0;
+  }
+  stream->forks.clear();
+  if (unjoined) {
+    stream->captureInvalidated = false;
+    stream->recorded.clear();
+    *graph = nullptr;
+    return cudaErrorStreamCaptureUnjoined;
+  }
   if (stream->captureInvalidated) {
     stream->captureInvalidated = false;
     stream->recorded.clear();

@@ -343,6 +343,12 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (meshOverride.getNumOccurrences()) {
     std::string error;
     auto overrides = loom::parseMeshOverrides(meshOverride, error);
+    // The library reads "" as no override; on the command line it is a
+    // mistake (a shell variable left empty).
+    if (succeeded(overrides) && overrides->empty()) {
+      error = "expected axis=size,... (e.g. dp=4,tp=2), got an empty list";
+      overrides = failure();
+    }
     if (failed(overrides)) {
       llvm::errs() << "loomc: error: --mesh: " << error << "\n";
       return 1;

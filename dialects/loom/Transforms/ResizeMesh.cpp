@@ -26,10 +26,6 @@ loom::parseMeshOverrides(StringRef text, std::string &error) {
   SmallVector<MeshAxisOverride> overrides;
   SmallVector<StringRef> entries;
   text.split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
-  if (entries.empty()) {
-    error = "expected axis=size,... (e.g. dp=4,tp=2), got an empty list";
-    return failure();
-  }
   for (StringRef entry : entries) {
     auto [axis, sizeText] = entry.split('=');
     axis = axis.trim();
