@@ -254,14 +254,17 @@ LogicalResult Interpreter::loadArguments() {
     loomrt::SafetensorsHeader header;
     int fd = -1;
   };
+  // A file's own faults have no place in the source: the error names the
+  // file alone (it pointed at the model's line, as if the model were wrong).
+  Location noSource = UnknownLoc::get(model.getContext());
   auto open = [&](const std::string &path, Source &source) -> LogicalResult {
     source.path = path;
     std::string error;
     if (!loomrt::readSafetensorsHeader(path, source.header, error))
-      return model.emitError() << "--interpret: " << error;
+      return emitError(noSource) << "--interpret: " << error;
     source.fd = ::open(path.c_str(), O_RDONLY);
     if (source.fd < 0)
-      return model.emitError() << "--interpret: cannot open " << path;
+      return emitError(noSource) << "--interpret: cannot open " << path;
     return success();
   };
   Source params, inputs;
@@ -287,9 +290,10 @@ LogicalResult Interpreter::loadArguments() {
     std::vector<char> raw(size_t(t.size()) * bytes);
     if (source.fd >= 0) {
       const loomrt::TensorEntry *entry = source.header.find(name);
+      // A tensor's faults point at its parameter or input.
       if (!entry)
-        return model.emitError() << "--interpret: " << source.path
-                                 << ": no tensor '" << name << "'";
+        return emitError(argument.getLoc()) << "--interpret: " << source.path
+                                            << ": no tensor '" << name << "'";
       if (int(entry->dtype) != dtype ||
           ArrayRef<int64_t>(entry->shape) != ArrayRef<int64_t>(t.shape)) {
         auto text = [](int code, ArrayRef<int64_t> shape) {
@@ -301,7 +305,7 @@ LogicalResult Interpreter::loadArguments() {
                      ", ") +
                  "]";
         };
-        return model.emitError()
+        return emitError(argument.getLoc())
                << "--interpret: " << source.path << ": tensor '" << name
                << "' is " << text(int(entry->dtype), entry->shape)
                << " but the " << (paramName ? "parameter" : "input") << " is "
@@ -310,8 +314,9 @@ LogicalResult Interpreter::loadArguments() {
       if (pread(source.fd, raw.data(), raw.size(),
                 off_t(source.header.dataStart + entry->begin)) !=
           ssize_t(raw.size()))
-        return model.emitError() << "--interpret: " << source.path
-                                 << ": reading '" << name << "' failed";
+        return emitError(argument.getLoc())
+               << "--interpret: " << source.path << ": reading '" << name
+               << "' failed";
     } else {
       int kind = LOOMRT_INIT_INPUT;
       double a = 0, b = 0;
