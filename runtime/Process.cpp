@@ -1077,6 +1077,14 @@ const char *kUsage =
     "(4800,989), instead\n"
     "                           of measuring them\n";
 
+/// The directory a file of `path` would be made in.
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "."
+         : slash == 0               ? "/"
+                                    : path.substr(0, slash);
+}
+
 bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
@@ -1205,11 +1213,7 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       else if (access(path->c_str(), W_OK) != 0)
         problem = strerror(errno);
     } else if (errno == ENOENT) {
-      size_t slash = path->rfind('/');
-      std::string directory = slash == std::string::npos ? "."
-                              : slash == 0               ? "/"
-                                           : path->substr(0, slash);
-      if (access(directory.c_str(), W_OK | X_OK) != 0)
+      if (access(directoryOf(*path).c_str(), W_OK | X_OK) != 0)
         problem = strerror(errno);
     } else {
       problem = strerror(errno);
@@ -1226,12 +1230,9 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
     if (stat(path.c_str(), &info) == 0)
       return std::make_tuple(info.st_dev, info.st_ino, std::string());
     size_t slash = path.rfind('/');
-    std::string directory = slash == std::string::npos ? "."
-                            : slash == 0               ? "/"
-                                                       : path.substr(0, slash);
     std::string name =
         slash == std::string::npos ? path : path.substr(slash + 1);
-    if (stat(directory.c_str(), &info) != 0)
+    if (stat(directoryOf(path).c_str(), &info) != 0)
       return std::make_tuple(dev_t(0), ino_t(0), path);
     return std::make_tuple(info.st_dev, info.st_ino, name);
   };

@@ -337,6 +337,28 @@ static int buildProgram(ModuleOp module) {
   return 0;
 }
 
+/// Why `path` cannot be written, or "" when it can: it is a directory (or,
+/// with `regularOnly`, anything but a regular file), or a new file whose
+/// directory is missing or not writable.
+static std::string whyNotWritable(StringRef path, bool regularOnly) {
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status)) {
+    if (regularOnly && status.type() != llvm::sys::fs::file_type::regular_file)
+      return "not a regular file";
+    if (status.type() == llvm::sys::fs::file_type::directory_file)
+      return "it is a directory";
+    return "";
+  }
+  StringRef directory = llvm::sys::path::parent_path(path);
+  if (directory.empty())
+    directory = ".";
+  if (!llvm::sys::fs::is_directory(directory))
+    return ("no directory " + directory).str();
+  if (llvm::sys::fs::access(directory, llvm::sys::fs::AccessMode::Write))
+    return ("cannot write in " + directory).str();
+  return "";
+}
+
 static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   loom::FrontendOptions options;
   options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
@@ -445,36 +467,19 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return 1;
   // --interpret --out is checked before the (maybe long) run, as the
   // executables check theirs.
+  // Output files are checked before the (maybe long) work, so that a typo
+  // is named as such rather than as the linker's or a late write's failure;
+  // --interpret --out, as the executables' files, must be a regular file.
   if (interpret && !interpretOut.empty()) {
-    StringRef directory = llvm::sys::path::parent_path(interpretOut);
-    llvm::sys::fs::file_status status;
-    std::string problem;
-    if (!llvm::sys::fs::status(interpretOut, status)) {
-      if (status.type() != llvm::sys::fs::file_type::regular_file)
-        problem = "not a regular file";
-    } else if (!llvm::sys::fs::is_directory(directory.empty() ? "."
-                                                              : directory)) {
-      problem = ("no directory " + directory).str();
-    }
+    std::string problem = whyNotWritable(interpretOut, /*regularOnly=*/true);
     if (!problem.empty()) {
       llvm::errs() << "loomc: error: --out: cannot write " << interpretOut
                    << ": " << problem << "\n";
       return 1;
     }
   }
-  // Where the executable goes is checked before compiling, so that a typo
-  // is named as such rather than as the linker's failure.
   if (buildExecutable) {
-    StringRef directory = llvm::sys::path::parent_path(outputFile);
-    if (directory.empty())
-      directory = ".";
-    std::string problem;
-    if (llvm::sys::fs::is_directory(outputFile))
-      problem = "it is a directory";
-    else if (!llvm::sys::fs::is_directory(directory))
-      problem = ("no directory " + directory).str();
-    else if (llvm::sys::fs::access(directory, llvm::sys::fs::AccessMode::Write))
-      problem = ("cannot write in " + directory).str();
+    std::string problem = whyNotWritable(outputFile, /*regularOnly=*/false);
     if (!problem.empty()) {
       llvm::errs() << "loomc: error: cannot write the executable '"
                    << outputFile << "': " << problem << "\n";
