@@ -1,7 +1,10 @@
 """Differential tests: N-rank runs against 1-rank runs against the interpreter.
 
 For every model of models.py and every mesh (1-D and 2-D meshes up to 4
-ranks; with --long or LOOM_LONG=1 also 8 ranks), and for the three examples:
+ranks; with --long or LOOM_LONG=1 also 8 ranks), and for the three examples
+(or, with --random SEEDS, for the random programs of random_models.py
+instead, one in three of which is bf16 and built and compared as the
+examples' bf16 builds below):
 
   1. compile with --dtype=f32 for the N-rank mesh and for the all-ones mesh
      (--mesh AXIS=1,...), run both with one --seed and --out;
@@ -62,6 +65,7 @@ from safetensors.numpy import load_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
+import random_models  # noqa: E402
 
 F32_RTOL, F32_ATOL = 1e-5, 1e-6
 BF16_NORM_TOL = 2e-2
@@ -213,9 +217,9 @@ def mesh_flag(axes_sizes):
     return ["--mesh", ",".join(f"{a}={n}" for a, n in axes_sizes)] if axes_sizes else []
 
 
-def build_cases(long, include_bugs, cuda_on_cpu=False):
+def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None):
     cases = []
-    for tag, mesh in models.MESHES + (models.LONG_MESHES if long else []):
+    for tag, mesh in [] if random_seeds else models.MESHES + (models.LONG_MESHES if long else []):
         if cuda_on_cpu and tag != "dp2tp2":
             continue
         sizes = dict(mesh)
@@ -229,7 +233,8 @@ def build_cases(long, include_bugs, cuda_on_cpu=False):
                 cases.append(Case(f"example-{example}", tag, ranks, source, mesh_flag(over),
                                   source, mesh_flag([(a, 1) for a in EXAMPLE_AXES]),
                                   f"example-{example}-{'bf16' if bf16 else 'f32'}", bf16))
-    for m in models.MODELS:
+    chosen = [random_models.generate(seed) for seed in random_seeds] if random_seeds else models.MODELS
+    for m in chosen:
         if m.known_bug and not include_bugs:
             continue
         # The 1-rank build and the interpreter run the rendering with the
@@ -242,7 +247,8 @@ def build_cases(long, include_bugs, cuda_on_cpu=False):
                 continue
             ranks = int(np.prod([n for _, n in mesh])) if mesh else 1
             source = (f"{m.name}.{tag}.loom", models.render(m.template, mesh))
-            cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name))
+            cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name,
+                              getattr(m, "bf16", False)))
     # The GPT example's interpreter runs are the longest: start them first.
     cases.sort(key=lambda c: not c.name.startswith("example-gpt"))
     return cases
@@ -254,6 +260,7 @@ class Runner:
         self.refs = Memo()
         self.retried = []  # runs that ended abnormally once (see execute)
         self.sanitize = ["--sanitize"] if args.sanitize else []
+        self.loomc_flags = args.loomc_flags.split()
         self.src_root = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.dirname(os.path.abspath(__file__)))))
 
@@ -291,7 +298,8 @@ class Runner:
         (LOOMRT_FAST_KERNELS=0) and the default fast ones, and on N > 1 ranks also a process per rank
         over NCCL; the outputs of each."""
         obj = self.args.cuda_on_cpu
-        run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, "--target=cuda",
+        run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, *self.loomc_flags,
+                     "--target=cuda",
                      "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
         run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
                      "--build", obj, "--cxx", self.args.cxx, "--nccl", *self.sanitize, "model.cu", "model"],
@@ -336,6 +344,13 @@ class Runner:
         interp = load(os.path.join(directory, "interp.safetensors"))
         return one, interp, compare(one, interp, case.bf16)
 
+    def reproduce(self, case):
+        """For a random program, how to print it again."""
+        if not case.name.startswith("random-"):
+            return ""
+        return (f" (the program: random_models.py --seed {case.name[len('random-'):]} "
+                f"--mesh {case.mesh_tag})")
+
     def run_case(self, case):
         start = time.monotonic()
         loopback = ""
@@ -369,7 +384,8 @@ class Runner:
                 if "epilogue" in outputs:
                     loopback += "GEMM epilogues within tolerance; "
             else:
-                run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, *self.sanitize,
+                run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags,
+                             *self.loomc_flags, *self.sanitize,
                              "-o", "model"],
                             COMPILE_TIMEOUT, directory)
                 got = self.execute("./model", case.ranks, "out.safetensors", directory)
@@ -390,7 +406,7 @@ class Runner:
                 else:
                     loopback = "loopback = MPI exactly; "
         except Failure as failure:
-            return False, f"FAIL {case.label}: {failure}"
+            return False, f"FAIL {case.label}: {failure}" + self.reproduce(case)
         seconds = time.monotonic() - start
         ranks = f"{case.ranks} rank" + ("s" if case.ranks > 1 else "")
         if self.args.cuda_on_cpu:
@@ -398,7 +414,7 @@ class Runner:
         reasons = [f"{ranks} against 1 rank: {p}" for p in problems]
         reasons += [f"1 rank against the interpreter: {p}" for p in ref_problems]
         if reasons:
-            return False, f"FAIL {case.label}: " + "; ".join(reasons)
+            return False, f"FAIL {case.label}: " + "; ".join(reasons) + self.reproduce(case)
         os.remove(os.path.join(directory, "model"))  # kept only where a case fails
         return True, (f"ok   {case.label} ({ranks}; {loopback}error/tolerance {worst:.2g} against 1 rank, "
                       f"{ref_worst:.2g} 1 rank against the interpreter; {seconds:.1f} s)")
@@ -415,10 +431,17 @@ def main():
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--random", metavar="SEEDS",
+                        help="the random programs of random_models.py for these seeds ('1-20,25') "
+                             "instead of the examples and models.py's models")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
     parser.add_argument("--cxx", default="clang++", help="the C++ compiler of --cuda-on-cpu")
+    parser.add_argument("--loomc-flags", default="", metavar="FLAGS",
+                        help="more loomc options for the N-rank builds (CPU and CUDA), such as "
+                             "'--overlap-collectives'; the 1-rank build and the interpreter "
+                             "run without them")
     parser.add_argument("--sanitize", action="store_true",
                         help="build the CPU programs with loomc --sanitize (AddressSanitizer and "
                              "UBSan: any finding fails the case)")
@@ -437,7 +460,12 @@ def main():
             options = os.environ.get("ASAN_OPTIONS", "")
             os.environ["ASAN_OPTIONS"] = ":".join(
                 o for o in (options, "detect_stack_use_after_return=0") if o)
-    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu)) if args.filter in c.label]
+    try:
+        seeds = random_models.parse_seeds(args.random) if args.random else None
+    except ValueError as error:
+        parser.error(f"--random: {error}")
+    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds)
+             if args.filter in c.label]
     if args.list:
         for case in cases:
             print(case.label)

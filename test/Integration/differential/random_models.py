@@ -1,0 +1,479 @@
+"""Random Loom programs for the differential tests (run.py --random).
+
+`generate(seed)` gives a models.Model whose template (models.py's syntax:
+`%MESH%` and `<axes>` annotations) is a random, valid, well-conditioned
+program: inputs and parameters with random shardings, then a random
+sequence of ops drawn from what the language has (element-wise functions
+and arithmetic with broadcasting, `@` and `einsum` against parameters and
+between activations, reductions with and without keepdim, softmax, layer
+and RMS norms, transpose, reshape, concat, split, slice, attention,
+embedding, integer arithmetic and products cast to floats, shard()
+mid-program, block calls and repeats of blocks), and one to four outputs
+(the last value and values nothing read), sometimes a cross-entropy loss
+of a value or of its product with a vocabulary table (a tied output
+projection). The annotations often disagree with one another, which is
+what makes the partitioner reshard, reduce partial values and move data
+between axes. One seed in three gives a bf16 program, the others f32.
+
+The same seed gives the same program wherever the same Python runs (Python's
+`random.Random(seed)`, nothing else). Every dimension that carries an
+annotation divides by 8 (dp, or several axes together) or by 4 (tp or sp
+alone), so every rendering divides on every mesh of models.MESHES and
+LONG_MESHES and on [dp: 2, tp: 2, sp: 2], a mesh of three axes that the
+random programs run on as well (their annotations name sp, which vanishes
+from the renderings for meshes without it).
+
+The programs avoid what would make an f32 comparison meaningless rather
+than find bugs: log, sqrt and rsqrt read `v * v + 1`; exp reads a tanh;
+a division's divisor is `v * v + 1`; a norm's input has an input of its
+own shape added, so that its rows never have a variance near zero; a
+parameter of `@` has a standard deviation of 1/sqrt(K), so values stay
+near unit size.
+
+`python random_models.py --seed N [--mesh TAG]` prints one program.
+"""
+
+import argparse
+import math
+import re
+import random
+import sys
+from dataclasses import dataclass
+
+import models
+
+# A third axis, for the random programs only: sp appears in their
+# annotations and vanishes from the renderings for meshes without it.
+THREE_AXES = ("dp2tp2sp2", (("dp", 2), ("tp", 2), ("sp", 2)))
+# Annotations a dimension may carry, by what its size divides by.
+ANY_AXES = ["<dp>", "<tp>", "<dp,tp>", "<tp,dp>", "<_>", "<tp?>", "<dp?>", "<sp>", "<sp,tp>",
+            "<dp,sp>", "<tp,dp,sp>", "<sp?>"]
+TP_AXES = ["<tp>", "<_>", "<tp?>", "<sp>"]
+SIZES = [4, 8, 8, 16]
+UNARY = ["relu({})", "gelu({})", 'gelu({}, approximate = "tanh")', "silu({})", "tanh({})",
+         "sigmoid({})", "neg({})", "-{}", "exp(tanh({}))", "log({0} * {0} + 1)",
+         "sqrt({0} * {0} + 1)", "rsqrt({0} * {0} + 1)"]
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def axes_of(annotation):
+    return set(annotation.strip("<>").split()[0].rstrip("?").split(",")) - {"_", ""} \
+        if annotation else set()
+
+
+@dataclass
+class RandomModel(models.Model):
+    # Built as written (bf16) instead of with --dtype=f32, compared
+    # norm-wise (run.py).
+    bf16: bool = False
+
+    def meshes(self, long=False):
+        """models.py's meshes and [dp: 2, tp: 2, sp: 2]."""
+        return models.MESHES + [THREE_AXES] + (models.LONG_MESHES if long else [])
+
+
+def random_annotation(rng, sizes, plain=0.45):
+    """One annotation a dimension (possibly empty), no mesh axis twice."""
+    used, out = set(), []
+    for size in sizes:
+        choices = ANY_AXES if size % 8 == 0 else TP_AXES if size % 4 == 0 else []
+        choices = [c for c in choices if not axes_of(c) & used]
+        if not choices or rng.random() < plain:
+            out.append("")
+            continue
+        pick = rng.choice(choices)
+        used |= axes_of(pick)
+        if axes_of(pick) and rng.random() < 0.1:  # a priority: p0 is the strongest
+            pick = pick[:-1] + f" p{rng.randint(0, 2)}>"
+        out.append(pick)
+    return out
+
+
+def resized(sizes, dim, size):
+    """`sizes` with dimension `dim` made `size`."""
+    return sizes[:dim] + [size] + sizes[dim + 1:]
+
+
+def type_text(sizes, annotation, dtype):
+    return f"{dtype}[" + ", ".join(f"{s}{a}" for s, a in zip(sizes, annotation)) + "]"
+
+
+class Program:
+    def __init__(self, rng, float_type):
+        self.rng = rng
+        self.float = float_type  # every float tensor's element type
+        self.inputs = []      # (name, type text)
+        self.blocks = []      # block definitions (text)
+        self.lines = []       # the model's statements
+        self.values = []      # (name, sizes) the ops may read
+        self.counter = 0
+        self.has_mesh = True
+
+    def fresh(self, prefix):
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def add_input(self, sizes, dtype=None):
+        dtype = dtype or self.float
+        name = self.fresh("in")
+        self.inputs.append((name, type_text(sizes, random_annotation(self.rng, sizes), dtype)))
+        if dtype == self.float:
+            self.values.append((name, list(sizes)))
+        return name
+
+    def add_param(self, sizes, init):
+        name = self.fresh("w")
+        ann = random_annotation(self.rng, sizes)
+        self.lines.append(f"param {name}: {type_text(sizes, ann, self.float)} = {init}")
+        return name
+
+    def assign(self, expr, sizes):
+        name = self.fresh("v")
+        self.lines.append(f"{name} = {expr}")
+        self.values.append((name, list(sizes)))
+        return name
+
+    def pick(self, rank_at_least=1, recent=True):
+        pool = [v for v in self.values if len(v[1]) >= rank_at_least]
+        if not pool:
+            return None
+        # Mostly one of the last few values, so that ops chain.
+        if recent and self.rng.random() < 0.7:
+            pool = pool[-3:]
+        return self.rng.choice(pool)
+
+    # --- ops: each appends statements and returns True, or False when the
+    # values at hand do not allow it.
+
+    def op_unary(self):
+        name, sizes = self.pick()
+        self.assign(self.rng.choice(UNARY).format(name), sizes)
+        return True
+
+    def op_binary(self):
+        name, sizes = self.pick()
+        # A second operand that broadcasts against the first: one of the
+        # values whose shape is a suffix of its shape, or a new input that is.
+        others = [v for v in self.values if v[0] != name and len(v[1]) <= len(sizes)
+                  and v[1] == sizes[len(sizes) - len(v[1]):]]
+        if others and self.rng.random() < 0.7:
+            other = self.rng.choice(others)[0]
+        else:
+            keep = self.rng.randint(1, len(sizes))
+            tail = sizes[len(sizes) - keep:]
+            if self.rng.random() < 0.3:  # a stretched dimension of size 1
+                tail = [1 if self.rng.random() < 0.5 else s for s in tail]
+            other = self.add_input(tail)
+        form = self.rng.choice(["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / ({b} * {b} + 1)",
+                                "{b} - {a} * 0.5", "2 * {a} + {b} / 4"])
+        self.assign(form.format(a=name, b=other), sizes)
+        return True
+
+    def op_matmul(self):
+        name, sizes = self.pick(2)
+        k, n = sizes[-1], self.rng.choice(SIZES)
+        w = self.add_param([k, n], f"normal({1 / math.sqrt(k):.3f})")
+        self.assign(f"{name} @ {w}", sizes[:-1] + [n])
+        return True
+
+    def op_matmul_values(self):
+        # a [..., M, K] @ transpose(b [..., N, K]): two activations.
+        name, sizes = self.pick(2)
+        others = [v for v in self.values if len(v[1]) == len(sizes) and v[1][:-2] == sizes[:-2]
+                  and v[1][-1] == sizes[-1]]
+        other, osizes = self.rng.choice(others)
+        scale = 1 / sizes[-1]
+        self.assign(f"({name} @ transpose({other})) * {scale:.4g}", sizes[:-1] + [osizes[-2]])
+        return True
+
+    def op_einsum(self):
+        name, sizes = self.pick(2)
+        letters = LETTERS[:len(sizes)]
+        rng = self.rng
+        if rng.random() < 0.3:
+            # One operand: reduce one dimension (not all), maybe permute.
+            drop = rng.randrange(len(sizes))
+            kept = [i for i in range(len(sizes)) if i != drop]
+            if rng.random() < 0.5:
+                rng.shuffle(kept)
+            out = "".join(letters[i] for i in kept)
+            self.assign(f'einsum("{letters}->{out}", {name}) * {1 / sizes[drop]:.4g}',
+                        [sizes[i] for i in kept])
+            return True
+        # Contract dimension i with a parameter [sizes[i], N]; the new
+        # dimension goes last.
+        i = rng.randrange(len(sizes))
+        n = rng.choice(SIZES)
+        w = self.add_param([sizes[i], n], f"normal({1 / math.sqrt(sizes[i]):.3f})")
+        new = LETTERS[len(sizes)]
+        out = "".join(letters[j] for j in range(len(sizes)) if j != i) + new
+        self.assign(f'einsum("{letters},{letters[i]}{new}->{out}", {name}, {w})',
+                    [sizes[j] for j in range(len(sizes)) if j != i] + [n])
+        return True
+
+    def op_softmax(self):
+        name, sizes = self.pick()
+        dim = self.rng.randrange(-len(sizes), len(sizes))
+        self.assign(f"softmax({name}, dim = {dim})" if dim != -1 else f"softmax({name})", sizes)
+        return True
+
+    def op_norm(self):
+        name, sizes = self.pick()
+        k = 2 if len(sizes) >= 3 and self.rng.random() < 0.25 else 1
+        noise = self.add_input(sizes)
+        scale = self.add_param(sizes[-k:], "uniform(0.5, 1.5)")
+        if self.rng.random() < 0.5:
+            bias = self.add_param(sizes[-k:], "normal(0.1)")
+            self.assign(f"layernorm({name} + {noise}, {scale}, {bias})", sizes)
+        else:
+            self.assign(f"rmsnorm({name} + {noise}, {scale})", sizes)
+        return True
+
+    def op_reduce(self):
+        name, sizes = self.pick(2)
+        rng = self.rng
+        count = rng.randint(1, len(sizes) - 1)
+        dims = sorted(rng.sample(range(len(sizes)), count))
+        keep = rng.random() < 0.3
+        kind = rng.choice(["sum", "mean", "max"])
+        written = [d - len(sizes) if rng.random() < 0.3 else d for d in dims]
+        dim_text = str(written[0]) if len(written) == 1 else str(written)
+        expr = f"{kind}({name}, dim = {dim_text}" + (", keepdim = true)" if keep else ")")
+        if kind == "sum":
+            expr = f"{expr} * {1 / math.prod(sizes[d] for d in dims):.4g}"
+        out = [1 if i in dims else s for i, s in enumerate(sizes)] if keep else \
+            [s for i, s in enumerate(sizes) if i not in dims]
+        self.assign(expr, out)
+        return True
+
+    def op_transpose(self):
+        name, sizes = self.pick(2)
+        if self.rng.random() < 0.5:
+            self.assign(f"transpose({name})", sizes[:-2] + [sizes[-1], sizes[-2]])
+        else:
+            perm = list(range(len(sizes)))
+            self.rng.shuffle(perm)
+            self.assign(f"transpose({name}, perm = {perm})", [sizes[p] for p in perm])
+        return True
+
+    def op_reshape(self):
+        name, sizes = self.pick()
+        rng = self.rng
+        if len(sizes) >= 2 and (len(sizes) >= 4 or rng.random() < 0.5):
+            i = rng.randrange(len(sizes) - 1)  # merge i and i + 1
+            out = sizes[:i] + [sizes[i] * sizes[i + 1]] + sizes[i + 2:]
+        else:
+            i = rng.randrange(len(sizes))
+            factors = [f for f in (2, 4, 8) if sizes[i] % f == 0 and sizes[i] > f]
+            if not factors:
+                return False
+            f = rng.choice(factors)
+            out = sizes[:i] + [f, sizes[i] // f] + sizes[i + 1:]
+        self.assign(f"reshape({name}, {out})", out)
+        return True
+
+    def op_concat(self):
+        name, sizes = self.pick()
+        same = [v[0] for v in self.values if v[1] == sizes]
+        other = self.rng.choice(same)
+        dim = self.rng.randrange(len(sizes))
+        self.assign(f"concat([{name}, {other}], dim = {dim})", resized(sizes, dim, 2 * sizes[dim]))
+        return True
+
+    def pick_cut(self):
+        """A value and one of its dimensions of size 2 or more, or None."""
+        name, sizes = self.pick()
+        dims = [i for i, s in enumerate(sizes) if s >= 2]
+        return (name, sizes, self.rng.choice(dims)) if dims else None
+
+    def op_slice(self):
+        if not (cut := self.pick_cut()):
+            return False
+        name, sizes, dim = cut
+        start = self.rng.randrange(sizes[dim] // 2)
+        end = self.rng.randint(start + 1, sizes[dim])
+        self.assign(f"slice({name}, {dim}, {start}, {end})", resized(sizes, dim, end - start))
+        return True
+
+    def op_split(self):
+        if not (cut := self.pick_cut()):
+            return False
+        name, sizes, dim = cut
+        first = self.rng.randint(1, sizes[dim] - 1)
+        a, b = self.fresh("v"), self.fresh("v")
+        self.lines.append(f"{a}, {b} = split({name}, [{first}, {sizes[dim] - first}], dim = {dim})")
+        self.values += [(a, resized(sizes, dim, first)), (b, resized(sizes, dim, sizes[dim] - first))]
+        return True
+
+    def op_shard(self):
+        name, sizes = self.pick()
+        ann = random_annotation(self.rng, sizes, plain=0.3)
+        self.assign(f"shard({name}, [" + ", ".join(f"{s}{a}" for s, a in zip(sizes, ann)) + "])", sizes)
+        return True
+
+    def op_attention(self):
+        name, sizes = self.pick(3)
+        rng = self.rng
+        e = sizes[-1]
+        wk = self.add_param([e, e], f"normal({1 / math.sqrt(e):.3f})")
+        f = rng.choice(SIZES)
+        wv = self.add_param([e, f], f"normal({1 / math.sqrt(e):.3f})")
+        k = self.assign(f"{name} @ {wk}", sizes)
+        v = self.assign(f"{name} @ {wv}", sizes[:-1] + [f])
+        causal = ", causal = true" if rng.random() < 0.5 else ""
+        self.assign(f"attention({name}, {k}, {v}{causal})", sizes[:-1] + [f])
+        return True
+
+    def op_block(self):
+        """A block that keeps its input's shape, called once or repeated."""
+        name, sizes = self.pick(2)
+        rng = self.rng
+        index = len(self.blocks) + 1
+        ann = random_annotation(rng, sizes)
+        signature = type_text(sizes, ann, self.float)
+        d, f = sizes[-1], rng.choice(SIZES)
+        body = [f"param a: {type_text([d, f], random_annotation(rng, [d, f]), self.float)} = "
+                f"normal({1 / math.sqrt(d):.3f})",
+                f"param c: {type_text([f], random_annotation(rng, [f]), self.float)} = normal(0.1)",
+                f"param o: {type_text([f, d], random_annotation(rng, [f, d]), self.float)} = "
+                f"normal({1 / math.sqrt(f):.3f})"]
+        h = f"{rng.choice(UNARY[:6]).format(f'x @ a + c')}"
+        mid = rng.random()
+        if mid < 0.3:
+            body.append(f"h = shard({h}, [" + ", ".join(
+                f"{s}{a}" for s, a in zip(sizes[:-1] + [f], random_annotation(rng, sizes[:-1] + [f])))
+                + "])")
+        elif mid < 0.5:
+            body.append(f"h = softmax({h})")
+        else:
+            body.append(f"h = {h}")
+        body.append("return x + tanh(h @ o)")
+        self.blocks.append(f"block Blk{index}(x: {signature}) -> {signature} {{\n"
+                           + "".join(f"  {line}\n" for line in body) + "}")
+        if rng.random() < 0.6:
+            count = rng.choice([2, 3])
+            carried = self.assign(name, sizes)
+            self.lines.append(f"{carried} = repeat {count} as layers{index} {{ Blk{index}({carried}) }}")
+        else:
+            self.assign(f"Blk{index}({name}) as blk{index}", sizes)
+        return True
+
+    def op_integers(self):
+        """Integer arithmetic, an integer product or sum, and a cast back:
+        exact on every mesh, whatever the order of the sums."""
+        name, sizes = self.pick()
+        rng = self.rng
+        dtype = rng.choice(["i32", "i64"])
+        ids = self.add_input(sizes, dtype)
+        form = rng.random()
+        if form < 0.4 and len(sizes) >= 2:
+            n = rng.choice(SIZES)
+            other = self.add_input([sizes[-1], n], dtype)
+            self.assign(f"cast({ids} @ {other} - 7, {self.float}) * 0.01", sizes[:-1] + [n])
+        elif form < 0.7 and len(sizes) >= 2:
+            dim = rng.randrange(len(sizes))
+            self.assign(f"cast(sum({ids} * 3 - 5, dim = {dim}), {self.float}) * 0.1",
+                        sizes[:dim] + sizes[dim + 1:])
+        else:
+            self.assign(f"{name} * cast({ids} - 8, {self.float}) * 0.125", sizes)
+        return True
+
+    def op_embedding(self):
+        rng = self.rng
+        lead = [rng.choice([8, 8, 16])] + ([rng.choice(SIZES)] if rng.random() < 0.6 else [])
+        vocab, width = rng.choice([16, 32]), rng.choice(SIZES)
+        ids = self.add_input(lead, rng.choice(["i32", "i64"]))
+        table = self.add_param([vocab, width], "normal(1.0)")
+        self.assign(f"embedding({ids}, {table})", lead + [width])
+        return True
+
+
+OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsum", 2),
+       ("softmax", 1), ("norm", 2), ("reduce", 1), ("transpose", 1), ("reshape", 1),
+       ("concat", 1), ("slice", 1), ("split", 1), ("shard", 2), ("attention", 1),
+       ("block", 1), ("integers", 1)]
+
+
+def generate(seed):
+    """The random program of `seed`, as a models.Model named random-SEED."""
+    rng = random.Random(seed)
+    # One seed in three is a bf16 program, built as written (run.py compares
+    # it norm-wise, as the examples' bf16 builds); the others are f32.
+    bf16 = seed % 3 == 0
+    program = Program(rng, "bf16" if bf16 else "f32")
+    if rng.random() < 0.25:
+        program.op_embedding()
+    rank = rng.choice([2, 3, 3, 4])
+    program.add_input([rng.choice([8, 8, 16])] + [rng.choice(SIZES) for _ in range(rank - 1)])
+    for _ in range(rng.randint(4, 10)):
+        kinds, weights = zip(*OPS)
+        for _attempt in range(20):
+            kind = rng.choices(kinds, weights)[0]
+            op = getattr(program, "op_" + kind)
+            needs = {"matmul": 2, "matmul_values": 2, "einsum": 2, "reduce": 2, "transpose": 2,
+                     "attention": 3, "block": 2}.get(kind, 1)
+            if program.pick(needs) is None:
+                continue
+            if any(s > 64 for s in program.pick(1)[1]) or \
+                    math.prod(program.values[-1][1]) > 4096 and kind in ("concat", "matmul"):
+                continue
+            if op():
+                break
+    # Outputs: the last value and one or two others not yet read, and
+    # sometimes a cross-entropy loss of a value as logits.
+    read = {word for line in program.lines
+            for word in re.findall(r"\b(?:v|in)\d+\b", line.split("=", 1)[-1])}
+    unread = [v for v in program.values[:-1] if v[0] not in read and not v[0].startswith("in")]
+    finals = [program.values[-1]] + unread[len(unread) - rng.randint(0, min(3, len(unread))):]
+    outputs, returned = [], []
+    for name, sizes in finals:
+        out = program.fresh("out")
+        outputs.append(f"{out}: {type_text(sizes, random_annotation(rng, sizes), program.float)}")
+        returned.append(name)
+    logits = [v for v in program.values if len(v[1]) >= 2]
+    if logits and rng.random() < 0.3:
+        name, sizes = rng.choice(logits)
+        targets = program.add_input(sizes[:-1], "i32")
+        if rng.random() < 0.5:
+            # Logits made by a product with a (vocabulary, width) table, as
+            # a tied output projection: the form loom.logits_stats takes.
+            vocab = rng.choice([16, 32, 64])
+            table = program.add_param([vocab, sizes[-1]], f"normal({1 / math.sqrt(sizes[-1]):.3f})")
+            name = f"{name} @ transpose({table})"
+        outputs.append("loss: f32")
+        returned.append(f"cross_entropy({name}, {targets})")
+    inputs = ", ".join(f"{n}: {t}" for n, t in program.inputs)
+    text = [f"mesh m = [%MESH%]", f"// random program of seed {seed} (random_models.py)"]
+    text += program.blocks
+    text.append(f"model Random{seed}({inputs}) -> ({', '.join(outputs)}) {{")
+    text += [f"  {line}" for line in program.lines]
+    text.append(f"  return {', '.join(returned)}")
+    text.append("}")
+    return RandomModel(f"random-{seed}", "\n".join(text) + "\n", bf16=bf16)
+
+
+def parse_seeds(text):
+    """'1-20,25' -> [1, ..., 20, 25]; ValueError for anything else."""
+    seeds = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or not (high or low).isdigit() or int(high or low) < int(low):
+            raise ValueError(f"'{text}' is not a list of seeds (such as 1-20,25)")
+        seeds += range(int(low), int(high or low) + 1)
+    return seeds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", required=True, type=int)
+    parser.add_argument("--mesh", default="dp2tp2", help="a mesh tag of models.py (default dp2tp2)")
+    args = parser.parse_args()
+    meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
+    if args.mesh not in meshes:
+        parser.error(f"--mesh must be one of {', '.join(meshes)}")
+    sys.stdout.write(models.render(generate(args.seed).template, meshes[args.mesh]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
