@@ -8,7 +8,9 @@ and arithmetic with broadcasting, `@` and `einsum` against parameters and
 between activations, reductions with and without keepdim, softmax, layer
 and RMS norms, transpose, reshape, concat, split, slice, attention,
 embedding, integer arithmetic and products cast to floats, shard()
-mid-program, block calls and repeats of blocks), and one to four outputs
+mid-program, blocks with random bodies (their inputs are arguments the
+callers pass their own inputs for; blocks within blocks), called or
+repeated), and one to four outputs
 (the last value and values nothing read), sometimes a cross-entropy loss
 of a value or of its product with a vocabulary table (a tied output
 projection). The annotations often disagree with one another, which is
@@ -98,25 +100,43 @@ def type_text(sizes, annotation, dtype):
     return f"{dtype}[" + ", ".join(f"{s}{a}" for s, a in zip(sizes, annotation)) + "]"
 
 
+# Values larger than this (elements) are not operands: concat, products and
+# embeddings would otherwise grow them past what the interpreter and the
+# CUDA emulation run in seconds.
+LARGEST = 8192
+# The rank an op's operand needs.
+NEEDS = {"matmul": 2, "matmul_values": 2, "einsum": 2, "reduce": 2, "transpose": 2,
+         "attention": 3, "block": 2}
+
+
 class Program:
-    def __init__(self, rng, float_type):
+    """A body being written: the model's, or a block's (`parent` is the body
+    that calls it; the block's inputs are its arguments, which the caller
+    passes its own inputs for)."""
+
+    def __init__(self, rng, float_type, parent=None):
         self.rng = rng
         self.float = float_type  # every float tensor's element type
-        self.inputs = []      # (name, type text)
-        self.blocks = []      # block definitions (text)
-        self.lines = []       # the model's statements
+        self.parent = parent
+        self.depth = parent.depth + 1 if parent else 0
+        # (name, type text, sizes, element type): the model's inputs or the
+        # block's arguments
+        self.inputs = []
+        self.blocks = parent.blocks if parent else []  # block definitions (text), shared
+        self.lines = []       # the body's statements
         self.values = []      # (name, sizes) the ops may read
         self.counter = 0
-        self.has_mesh = True
 
     def fresh(self, prefix):
         self.counter += 1
         return f"{prefix}{self.counter}"
 
     def add_input(self, sizes, dtype=None):
+        """A new input of the model, or a new argument of the block."""
         dtype = dtype or self.float
-        name = self.fresh("in")
-        self.inputs.append((name, type_text(sizes, random_annotation(self.rng, sizes), dtype)))
+        name = self.fresh("in" if not self.parent else "arg")
+        self.inputs.append((name, type_text(sizes, random_annotation(self.rng, sizes), dtype),
+                            list(sizes), dtype))
         if dtype == self.float:
             self.values.append((name, list(sizes)))
         return name
@@ -134,7 +154,7 @@ class Program:
         return name
 
     def pick(self, rank_at_least=1, recent=True):
-        pool = [v for v in self.values if len(v[1]) >= rank_at_least]
+        pool = [v for v in self.values if len(v[1]) >= rank_at_least and math.prod(v[1]) <= LARGEST]
         if not pool:
             return None
         # Mostly one of the last few values, so that ops chain.
@@ -325,38 +345,80 @@ class Program:
         return True
 
     def op_block(self):
-        """A block that keeps its input's shape, called once or repeated."""
+        """A block that keeps its first argument's shape, with a random body
+        (which may call blocks of its own), called once or repeated."""
+        if self.depth >= 2:
+            return False
         name, sizes = self.pick(2)
         rng = self.rng
+        # Sometimes a second value carried through (a second argument and
+        # result: a repeat of two values).
+        second = self.pick() if rng.random() < 0.3 else None
+        body = Program(rng, self.float, parent=self)
+        body.values.append(("x", list(sizes)))
+        if second:
+            body.values.append(("acc", list(second[1])))
+        for _ in range(rng.randint(1, 4)):
+            body.random_op()
+        # The result: x plus a value of its shape, or of its rows projected
+        # to x's width; failing both, a column- then row-parallel MLP.
+        fits = [v for v in body.values[1:] if v[1] == sizes]
+        rows = [v for v in body.values[1:] if v[1][:-1] == sizes[:-1] and math.prod(v[1]) <= LARGEST]
+        if fits and rng.random() < 0.5:
+            result = f"x + tanh({rng.choice(fits)[0]})"
+        elif rows:
+            value, vsizes = rng.choice(rows)
+            out = body.add_param([vsizes[-1], sizes[-1]], f"normal({1 / math.sqrt(vsizes[-1]):.3f})")
+            result = f"x + tanh({value} @ {out})"
+        else:
+            d, f = sizes[-1], rng.choice(SIZES)
+            up = body.add_param([d, f], f"normal({1 / math.sqrt(d):.3f})")
+            bias = body.add_param([f], "normal(0.1)")
+            down = body.add_param([f, d], f"normal({1 / math.sqrt(f):.3f})")
+            hidden = rng.choice(UNARY[:6]).format(f"x @ {up} + {bias}")
+            result = f"x + tanh({hidden} @ {down})"
         index = len(self.blocks) + 1
-        ann = random_annotation(rng, sizes)
-        signature = type_text(sizes, ann, self.float)
-        d, f = sizes[-1], rng.choice(SIZES)
-        body = [f"param a: {type_text([d, f], random_annotation(rng, [d, f]), self.float)} = "
-                f"normal({1 / math.sqrt(d):.3f})",
-                f"param c: {type_text([f], random_annotation(rng, [f]), self.float)} = normal(0.1)",
-                f"param o: {type_text([f, d], random_annotation(rng, [f, d]), self.float)} = "
-                f"normal({1 / math.sqrt(f):.3f})"]
-        h = f"{rng.choice(UNARY[:6]).format(f'x @ a + c')}"
-        mid = rng.random()
-        if mid < 0.3:
-            body.append(f"h = shard({h}, [" + ", ".join(
-                f"{s}{a}" for s, a in zip(sizes[:-1] + [f], random_annotation(rng, sizes[:-1] + [f])))
-                + "])")
-        elif mid < 0.5:
-            body.append(f"h = softmax({h})")
-        else:
-            body.append(f"h = {h}")
-        body.append("return x + tanh(h @ o)")
-        self.blocks.append(f"block Blk{index}(x: {signature}) -> {signature} {{\n"
-                           + "".join(f"  {line}\n" for line in body) + "}")
+        signature = type_text(sizes, random_annotation(rng, sizes), self.float)
+        arguments, results = [f"x: {signature}"], [signature]
+        if second:
+            acc_type = type_text(second[1], random_annotation(rng, second[1]), self.float)
+            arguments.append(f"acc: {acc_type}")
+            results.append(acc_type)
+            same = [v for v in body.values[2:] if v[1] == second[1]]
+            result += ", " + (f"acc + tanh({rng.choice(same)[0]})" if same else "acc * 0.5 + tanh(acc)")
+        arguments += [f"{n}: {t}" for n, t, _, _ in body.inputs]
+        result_types = results[0] if len(results) == 1 else "(" + ", ".join(results) + ")"
+        self.blocks.append(f"block Blk{index}({', '.join(arguments)}) -> {result_types} {{\n"
+                           + "".join(f"  {line}\n" for line in body.lines)
+                           + f"  return {result}\n}}")
+        # The caller's own inputs (or arguments) for the block's arguments.
+        passed = [self.add_input(sizes, dtype) for _, _, sizes, dtype in body.inputs]
+        carried = [(name, sizes)] + ([second] if second else [])
         if rng.random() < 0.6:
-            count = rng.choice([2, 3])
-            carried = self.assign(name, sizes)
-            self.lines.append(f"{carried} = repeat {count} as layers{index} {{ Blk{index}({carried}) }}")
+            names = [self.assign(n, s) for n, s in carried]
+            call = f"Blk{index}({', '.join(names + passed)})"
+            if second:
+                call = f"r1, r2 = {call}; r1, r2"
+            self.lines.append(f"{', '.join(names)} = repeat {rng.choice([2, 3])} as layers{index} "
+                              f"{{ {call} }}")
+        elif second:
+            names = [self.fresh("v"), self.fresh("v")]
+            self.lines.append(f"{', '.join(names)} = Blk{index}({', '.join([name, second[0]] + passed)})"
+                              f" as blk{index}")
+            self.values += [(n, list(s)) for n, (_, s) in zip(names, carried)]
         else:
-            self.assign(f"Blk{index}({name}) as blk{index}", sizes)
+            self.assign(f"Blk{index}({', '.join([name] + passed)}) as blk{index}", sizes)
         return True
+
+    def random_op(self):
+        """One op of OPS that the values at hand allow (20 tries)."""
+        kinds, weights = zip(*OPS)
+        for _attempt in range(20):
+            kind = self.rng.choices(kinds, weights)[0]
+            if self.pick(NEEDS.get(kind, 1), recent=False) is None:
+                continue
+            if getattr(self, "op_" + kind)():
+                return
 
     def op_integers(self):
         """Integer arithmetic, an integer product or sum, and a cast back:
@@ -369,11 +431,17 @@ class Program:
         if form < 0.4 and len(sizes) >= 2:
             n = rng.choice(SIZES)
             other = self.add_input([sizes[-1], n], dtype)
-            self.assign(f"cast({ids} @ {other} - 7, {self.float}) * 0.01", sizes[:-1] + [n])
+            # Synthetic integers are uniform in [0, 16): a product of two
+            # has mean 56.25 and a standard deviation of about 60, so this
+            # is near unit size (logits of a loss far from unit size make
+            # the bf16 loss ill-conditioned: it is their small difference).
+            k = sizes[-1]
+            self.assign(f"cast({ids} @ {other} - {round(56.25 * k)}, {self.float}) * "
+                        f"{1 / (60 * math.sqrt(k)):.4g}", sizes[:-1] + [n])
         elif form < 0.7 and len(sizes) >= 2:
             dim = rng.randrange(len(sizes))
-            self.assign(f"cast(sum({ids} * 3 - 5, dim = {dim}), {self.float}) * 0.1",
-                        sizes[:dim] + sizes[dim + 1:])
+            self.assign(f"cast(sum({ids} * 2 - 15, dim = {dim}), {self.float}) * "
+                        f"{1 / (9.2 * math.sqrt(sizes[dim])):.4g}", sizes[:dim] + sizes[dim + 1:])
         else:
             self.assign(f"{name} * cast({ids} - 8, {self.float}) * 0.125", sizes)
         return True
@@ -391,7 +459,7 @@ class Program:
 OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsum", 2),
        ("softmax", 1), ("norm", 2), ("reduce", 1), ("transpose", 1), ("reshape", 1),
        ("concat", 1), ("slice", 1), ("split", 1), ("shard", 2), ("attention", 1),
-       ("block", 1), ("integers", 1)]
+       ("block", 2), ("integers", 1)]
 
 
 def generate(seed):
@@ -406,19 +474,7 @@ def generate(seed):
     rank = rng.choice([2, 3, 3, 4])
     program.add_input([rng.choice([8, 8, 16])] + [rng.choice(SIZES) for _ in range(rank - 1)])
     for _ in range(rng.randint(4, 10)):
-        kinds, weights = zip(*OPS)
-        for _attempt in range(20):
-            kind = rng.choices(kinds, weights)[0]
-            op = getattr(program, "op_" + kind)
-            needs = {"matmul": 2, "matmul_values": 2, "einsum": 2, "reduce": 2, "transpose": 2,
-                     "attention": 3, "block": 2}.get(kind, 1)
-            if program.pick(needs) is None:
-                continue
-            if any(s > 64 for s in program.pick(1)[1]) or \
-                    math.prod(program.values[-1][1]) > 4096 and kind in ("concat", "matmul"):
-                continue
-            if op():
-                break
+        program.random_op()
     # Outputs: the last value and one or two others not yet read, and
     # sometimes a cross-entropy loss of a value as logits.
     read = {word for line in program.lines
@@ -442,7 +498,7 @@ def generate(seed):
             name = f"{name} @ transpose({table})"
         outputs.append("loss: f32")
         returned.append(f"cross_entropy({name}, {targets})")
-    inputs = ", ".join(f"{n}: {t}" for n, t in program.inputs)
+    inputs = ", ".join(f"{n}: {t}" for n, t, _, _ in program.inputs)
     text = [f"mesh m = [%MESH%]", f"// random program of seed {seed} (random_models.py)"]
     text += program.blocks
     text.append(f"model Random{seed}({inputs}) -> ({', '.join(outputs)}) {{")

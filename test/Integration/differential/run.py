@@ -33,7 +33,8 @@ libloomrt_cuda_on_cpu_nccl.a, over runtime/emulation/NcclOnCpu.h), each compared
 with the 1-rank CPU build as above; the NCCL run must give the loopback
 run's bits. With --long, the fast kernels also run with the emulation's
 blocks and threads in reverse order (LOOM_CUDA_ON_CPU_ORDER=reverse), which
-must give their bits.
+must give their bits. With --nvcc, each CUDA program is also built for
+the GPU (loomc --target=cuda -o, which runs nvcc), not run.
 
 With --sanitize, the CPU programs (N-rank and 1-rank) are built with
 loomc --sanitize, and with --cuda-on-cpu the CUDA programs with
@@ -301,6 +302,12 @@ class Runner:
         run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, *self.loomc_flags,
                      "--target=cuda",
                      "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
+        if self.args.nvcc:
+            # The same program built for the GPU by nvcc (nothing runs it):
+            # what the emulation's host compiler takes, nvcc must take too.
+            run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags,
+                         *self.loomc_flags, "--target=cuda", "-o", "model-gpu"],
+                        COMPILE_TIMEOUT, directory)
         run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
                      "--build", obj, "--cxx", self.args.cxx, "--nccl", *self.sanitize, "model.cu", "model"],
                     COMPILE_TIMEOUT, directory)
@@ -383,6 +390,8 @@ class Runner:
                     loopback += "reverse order = thread order exactly; "
                 if "epilogue" in outputs:
                     loopback += "GEMM epilogues within tolerance; "
+                if self.args.nvcc:
+                    loopback += "nvcc builds it; "
             else:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags,
                              *self.loomc_flags, *self.sanitize,
@@ -438,6 +447,9 @@ def main():
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
     parser.add_argument("--cxx", default="clang++", help="the C++ compiler of --cuda-on-cpu")
+    parser.add_argument("--nvcc", action="store_true",
+                        help="with --cuda-on-cpu, also build each CUDA program for the GPU "
+                             "(loomc --target=cuda -o: nvcc), without running it")
     parser.add_argument("--loomc-flags", default="", metavar="FLAGS",
                         help="more loomc options for the N-rank builds (CPU and CUDA), such as "
                              "'--overlap-collectives'; the 1-rank build and the interpreter "
@@ -452,6 +464,8 @@ def main():
     args.workdir = os.path.abspath(args.workdir)
     os.makedirs(args.workdir, exist_ok=True)
 
+    if args.nvcc and not args.cuda_on_cpu:
+        parser.error("--nvcc goes with --cuda-on-cpu")
     if args.cuda_on_cpu:
         args.cuda_on_cpu = os.path.abspath(args.cuda_on_cpu)
         if args.sanitize:
