@@ -5,17 +5,18 @@
 program: inputs and parameters with random shardings, then a random
 sequence of ops drawn from what the language has (element-wise functions
 and arithmetic with broadcasting, `@` and `einsum` against parameters and
-between activations, reductions with and without keepdim, softmax, layer
-and RMS norms, transpose, reshape, concat, split, slice, attention,
-embedding, integer arithmetic and products cast to floats, shard()
-mid-program, blocks with random bodies (their inputs are arguments the
-callers pass their own inputs for; blocks within blocks), called or
-repeated), and one to four outputs
-(the last value and values nothing read), sometimes a cross-entropy loss
-of a value or of its product with a vocabulary table (a tied output
-projection). The annotations often disagree with one another, which is
-what makes the partitioner reshard, reduce partial values and move data
-between axes. One seed in three gives a bf16 program, the others f32.
+between activations, MLPs in the forms of cuBLASLt's epilogues (bias and
+tanh GELU, bias and residual), reductions with and without keepdim,
+softmax, layer and RMS norms, transpose, reshape, concat, split, slice,
+attention, embedding, integer arithmetic and products cast to floats,
+shard() mid-program, blocks with random bodies (their inputs are
+arguments the callers pass their own inputs for; blocks within blocks),
+called or repeated), and one to four outputs (the last value and values
+nothing read), sometimes a cross-entropy loss of a value or of its
+product with a vocabulary table (a tied output projection). The
+annotations often disagree with one another, which is what makes the
+partitioner reshard, reduce partial values and move data between axes.
+One seed in three gives a bf16 program, the others f32.
 
 The same seed gives the same program wherever the same Python runs (Python's
 `random.Random(seed)`, nothing else). Every dimension that carries an
@@ -105,7 +106,7 @@ def type_text(sizes, annotation, dtype):
 # CUDA emulation run in seconds.
 LARGEST = 8192
 # The rank an op's operand needs.
-NEEDS = {"matmul": 2, "matmul_values": 2, "einsum": 2, "reduce": 2, "transpose": 2,
+NEEDS = {"matmul": 2, "matmul_values": 2, "mlp": 2, "einsum": 2, "reduce": 2, "transpose": 2,
          "attention": 3, "block": 2}
 
 
@@ -229,6 +230,21 @@ class Program:
         out = "".join(letters[j] for j in range(len(sizes)) if j != i) + new
         self.assign(f'einsum("{letters},{letters[i]}{new}->{out}", {name}, {w})',
                     [sizes[j] for j in range(len(sizes)) if j != i] + [n])
+        return True
+
+    def op_mlp(self):
+        """A product, its bias and the tanh GELU, then a product, its bias and
+        the residual sum: the groups the CUDA backend computes in cuBLASLt's
+        epilogues (LOOMRT_GEMM_EPILOGUE=1) where the products are local."""
+        name, sizes = self.pick(2)
+        d, f = sizes[-1], self.rng.choice(SIZES)
+        up = self.add_param([d, f], f"normal({1 / math.sqrt(d):.3f})")
+        up_bias = self.add_param([f], "normal(0.1)")
+        down = self.add_param([f, d], f"normal({1 / math.sqrt(f):.3f})")
+        down_bias = self.add_param([d], "uniform(-0.5, 0.5)")
+        hidden = self.assign(f'gelu({name} @ {up} + {up_bias}, approximate = "tanh")',
+                             sizes[:-1] + [f])
+        self.assign(f"{name} + ({hidden} @ {down} + {down_bias})", sizes)
         return True
 
     def op_softmax(self):
@@ -459,7 +475,7 @@ class Program:
 OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsum", 2),
        ("softmax", 1), ("norm", 2), ("reduce", 1), ("transpose", 1), ("reshape", 1),
        ("concat", 1), ("slice", 1), ("split", 1), ("shard", 2), ("attention", 1),
-       ("block", 2), ("integers", 1)]
+       ("block", 2), ("integers", 1), ("mlp", 1)]
 
 
 def generate(seed):
