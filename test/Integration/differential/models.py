@@ -90,6 +90,9 @@ class Model:
     # Failing for a known compiler/runtime bug: kept out of the default list
     # (run.py --all runs it).
     known_bug: str = ""
+    # Built as written (bf16) instead of with --dtype=f32, and compared
+    # norm-wise (run.py): the random programs of random_models.py.
+    bf16: bool = False
 
     def meshes(self, long=False):
         if "%MESH%" not in self.template:

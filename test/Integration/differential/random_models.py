@@ -41,7 +41,6 @@ import math
 import re
 import random
 import sys
-from dataclasses import dataclass
 
 import models
 
@@ -64,12 +63,7 @@ def axes_of(annotation):
         if annotation else set()
 
 
-@dataclass
 class RandomModel(models.Model):
-    # Built as written (bf16) instead of with --dtype=f32, compared
-    # norm-wise (run.py).
-    bf16: bool = False
-
     def meshes(self, long=False):
         """models.py's meshes and [dp: 2, tp: 2, sp: 2]."""
         return models.MESHES + [THREE_AXES] + (models.LONG_MESHES if long else [])

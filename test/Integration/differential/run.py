@@ -54,6 +54,7 @@ failure.
 import argparse
 import concurrent.futures
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -248,8 +249,7 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None):
                 continue
             ranks = int(np.prod([n for _, n in mesh])) if mesh else 1
             source = (f"{m.name}.{tag}.loom", models.render(m.template, mesh))
-            cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name,
-                              getattr(m, "bf16", False)))
+            cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name, m.bf16))
     # The GPT example's interpreter runs are the longest: start them first.
     cases.sort(key=lambda c: not c.name.startswith("example-gpt"))
     return cases
@@ -261,7 +261,7 @@ class Runner:
         self.refs = Memo()
         self.retried = []  # runs that ended abnormally once (see execute)
         self.sanitize = ["--sanitize"] if args.sanitize else []
-        self.loomc_flags = args.loomc_flags.split()
+        self.loomc_flags = shlex.split(args.loomc_flags)
         self.src_root = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.dirname(os.path.abspath(__file__)))))
 
@@ -355,8 +355,8 @@ class Runner:
         """For a random program, how to print it again."""
         if not case.name.startswith("random-"):
             return ""
-        return (f" (the program: random_models.py --seed {case.name[len('random-'):]} "
-                f"--mesh {case.mesh_tag})")
+        return (f" (the program: test/Integration/differential/random_models.py "
+                f"--seed {case.name[len('random-'):]} --mesh {case.mesh_tag})")
 
     def run_case(self, case):
         start = time.monotonic()
