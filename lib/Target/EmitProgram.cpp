@@ -246,9 +246,15 @@ private:
     if (address.offset < 0 && !unplaced)
       unplaced = value;
     std::string text = "(arena + " + std::to_string(address.offset) + ")";
-    for (auto &[repeat, bytes] : address.steps)
-      text = "(" + text + " + " + loopVariables.lookup(repeat) + " * " +
-             std::to_string(bytes) + ")";
+    for (const ArenaStep &step : address.steps) {
+      std::string iteration = loopVariables.lookup(step.repeat);
+      if (iteration == "0")
+        continue; // a prefetched collective's first iteration, before its loop
+      if (step.parity)
+        iteration = "(" + iteration + " & 1)";
+      text = "(" + text + " + " + iteration + " * " +
+             std::to_string(step.bytes) + ")";
+    }
     return text;
   }
 
@@ -263,8 +269,8 @@ private:
     };
     ArenaAddress address = arenaAddress(value);
     int64_t alignment = alignmentOf(address.offset);
-    for (auto &step : address.steps)
-      alignment = std::min(alignment, alignmentOf(step.second));
+    for (const ArenaStep &step : address.steps)
+      alignment = std::min(alignment, alignmentOf(step.bytes));
     return alignment;
   }
 
@@ -329,7 +335,10 @@ private:
   LogicalResult emitCollective(Operation *op);
   LogicalResult emitCombined(CombinedOp op);
   LogicalResult emitStart(StartOp op);
+  /// The runtime calls that start `op`'s collective as future `number`.
+  LogicalResult emitStartedCollective(StartOp op, int number);
   LogicalResult emitWait(WaitOp op);
+  LogicalResult emitPrefetch(PrefetchOp op);
   LogicalResult emitSlice(SliceOp op);
   void emitTables(raw_ostream &os);
 };
@@ -1361,11 +1370,13 @@ LogicalResult ProgramEmitter::emitCombined(CombinedOp op) {
 
 /// The wait of `start` that comes first in its block, which is where the
 /// runtime waits for all of its futures; null when one of them is read by
-/// anything but a wait in that block.
+/// anything but a wait (or the prefetch) in that block.
 static WaitOp firstWait(StartOp start) {
   WaitOp first;
   for (Value future : start.getFutures())
     for (Operation *user : future.getUsers()) {
+      if (isa<PrefetchOp>(user))
+        continue;
       auto wait = dyn_cast<WaitOp>(user);
       if (!wait || wait->getBlock() != start->getBlock())
         return nullptr;
@@ -1379,14 +1390,37 @@ LogicalResult ProgramEmitter::emitStart(StartOp op) {
   if (!firstWait(op))
     return fail(op, "a started collective must be waited for, by loom.wait "
                     "ops in its own block");
+  if (op.getPrefetch())
+    return success(); // started before the loop, then one iteration ahead
   int number = int(futureNumbers.size());
   futureNumbers[op] = number;
+  return emitStartedCollective(op, number);
+}
+
+LogicalResult ProgramEmitter::emitStartedCollective(StartOp op, int number) {
   line() << "loomrt_start_begin(rt, " << number << "); // loom.start at "
          << formatSourceLocs(op->getLoc()) << "\n";
   if (failed(emitOp(op.getStarted())))
     return failure();
   line() << "loomrt_start_end(rt, " << number << ");\n";
   return success();
+}
+
+LogicalResult ProgramEmitter::emitPrefetch(PrefetchOp op) {
+  StartOp start = op.getStart();
+  auto repeat = cast<RepeatOp>(op->getParentOp());
+  std::string var = loopVariables.lookup(repeat);
+  line() << "if (" << var << " + 1 < " << repeat.getCount()
+         << ") { // loom.prefetch at " << formatSourceLoc(op->getLoc())
+         << ": the next iteration's\n";
+  ++indent;
+  loopVariables[repeat] = "(" + var + " + 1)";
+  LogicalResult emitted =
+      emitStartedCollective(start, futureNumbers.lookup(start));
+  loopVariables[repeat] = var;
+  --indent;
+  line() << "}\n";
+  return emitted;
 }
 
 LogicalResult ProgramEmitter::emitWait(WaitOp op) {
@@ -1411,10 +1445,21 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
     if (pointer(result) != pointer(carried))
       line() << "loomrt_copy(rt, " << pointer(result) << ", "
              << pointer(carried) << ", " << bytesOf(result.getType()) << ");\n";
+  Block &body = repeat.getBody().front();
+  // The first iteration's instances of the collectives that each iteration
+  // starts for the next (loom.prefetch).
+  loopVariables[repeat] = "0";
+  for (StartOp start : body.getOps<StartOp>())
+    if (start.getPrefetch()) {
+      int number = int(futureNumbers.size());
+      futureNumbers[start] = number;
+      if (failed(emitStartedCollective(start, number)))
+        return failure();
+    }
+  loopVariables[repeat] = var;
   line() << "for (int64_t " << var << " = 0; " << var << " < "
          << repeat.getCount() << "; ++" << var << ") {\n";
   ++indent;
-  Block &body = repeat.getBody().front();
   if (failed(emitBlock(body)))
     return failure();
   auto yield = cast<YieldOp>(body.getTerminator());
@@ -1472,6 +1517,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitStart(start);
   if (auto wait = dyn_cast<WaitOp>(op))
     return emitWait(wait);
+  if (auto prefetch = dyn_cast<PrefetchOp>(op))
+    return emitPrefetch(prefetch);
   if (isa<YieldOp, func::ReturnOp>(op) || isView(op))
     return success(); // views, and terminators handled by their parents
   if (auto constant = dyn_cast<ConstantOp>(op))

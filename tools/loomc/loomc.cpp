@@ -210,7 +210,9 @@ static llvm::cl::opt<bool> overlapCollectives(
     llvm::cl::desc("Start each all_gather, all_reduce, reduce_scatter or "
                    "loom.combined as soon as its operands exist and wait "
                    "for it where its result is first read, so that the "
-                   "kernels in between run while it communicates "
+                   "kernels in between run while it communicates; in a "
+                   "repeat, gathers of the layer's weights are started "
+                   "one layer ahead, in a second buffer "
                    "(loom-overlap-collectives; docs/partitioning.md 3.11). "
                    "Off by default: on the CPU it measured slower, and no "
                    "GPU has timed it yet"),

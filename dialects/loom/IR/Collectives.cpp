@@ -324,6 +324,76 @@ LogicalResult StartOp::verifyRegions() {
   return success();
 }
 
+PrefetchOp StartOp::getPrefetch() {
+  PrefetchOp first;
+  for (Value future : getFutures())
+    for (Operation *user : future.getUsers())
+      if (auto prefetch = dyn_cast<PrefetchOp>(user))
+        if (!first || (prefetch->getBlock() == first->getBlock() &&
+                       prefetch->isBeforeInBlock(first)))
+          first = prefetch;
+  return first;
+}
+
+StartOp PrefetchOp::getStart() {
+  return getFuture().getDefiningOp<StartOp>();
+}
+
+/// Whether `value` exists before the first iteration of `repeat` and names
+/// the same bytes in every iteration, up to the iteration's slice: a value
+/// from outside the loop, a stacked slice, or a reshape or shard (views) of
+/// one.
+static bool isIterationInvariantAddress(Value value, RepeatOp repeat) {
+  Region &body = repeat.getBody();
+  if (!body.isAncestor(value.getParentRegion()))
+    return true;
+  if (auto argument = dyn_cast<BlockArgument>(value))
+    return argument.getOwner() == &body.front() &&
+           argument.getArgNumber() >= repeat.getCarried().size();
+  Operation *op = value.getDefiningOp();
+  return isa<ReshapeOp, ShardOp>(op) &&
+         isIterationInvariantAddress(op->getOperand(0), repeat);
+}
+
+LogicalResult PrefetchOp::verify() {
+  StartOp start = getStart();
+  if (!start)
+    return emitOpError("future must be made by a loom.start");
+  auto repeat = dyn_cast<RepeatOp>((*this)->getParentOp());
+  if (!repeat || start->getBlock() != (*this)->getBlock())
+    return emitOpError("must be in the body of a loom.repeat, in the block "
+                       "of its loom.start");
+  if (start.getPrefetch() != *this)
+    return emitOpError("is the second prefetch of its loom.start");
+  bool waited = false;
+  for (Value future : start.getFutures())
+    for (Operation *user : future.getUsers())
+      waited |= isa<WaitOp>(user) && user->getBlock() == (*this)->getBlock() &&
+                user->isBeforeInBlock(*this);
+  if (!waited)
+    return emitOpError("must follow a loom.wait of its loom.start: the "
+                       "iteration's collective completes before the next "
+                       "one's starts");
+  if (!readsIterationInvariants(start, repeat))
+    return emitOpError("starts a collective that reads a value made in the "
+                       "iteration (not a stacked slice, a value from outside "
+                       "the loop, or a view of one): the next iteration's "
+                       "does not exist yet");
+  return success();
+}
+
+bool PrefetchOp::readsIterationInvariants(Operation *op, RepeatOp repeat) {
+  return !op
+              ->walk([&](Operation *nested) {
+                for (Value operand : nested->getOperands())
+                  if (!op->isAncestor(operand.getParentRegion()->getParentOp()) &&
+                      !isIterationInvariantAddress(operand, repeat))
+                    return WalkResult::interrupt();
+                return WalkResult::advance();
+              })
+              .wasInterrupted();
+}
+
 CombinedOp CombinedOp::wrap(OpBuilder &builder, ArrayRef<Operation *> members) {
   SmallVector<Type> types;
   SmallVector<Location> locations;

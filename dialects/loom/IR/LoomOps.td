@@ -798,6 +798,9 @@ def Loom_StartOp : Loom_Op<"start", [
     ::mlir::Operation *getStarted();
     /// The collective this op starts, when it is a single one.
     CollectiveOpInterface getCollective();
+    /// The loom.prefetch that starts this op's collective one iteration
+    /// ahead, or null.
+    PrefetchOp getPrefetch();
   }];
 }
 
@@ -813,6 +816,55 @@ def Loom_WaitOp : Loom_Op<"wait", [
   let arguments = (ins Loom_FutureType:$future);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+}
+
+def Loom_PrefetchOp : Loom_Op<"prefetch"> {
+  let summary = "Start the next iteration's instance of a started collective";
+  let description = [{
+    In the body of a `loom.repeat`, starts the collective of the
+    `loom.start` that made `future` for the next iteration, while this one
+    still computes; the first iteration's is started before the loop, and
+    the last iteration starts none. The start's own place then issues
+    nothing. This lets an FSDP gather of the next layer's weights run
+    behind this layer, where a start within the iteration could hide it
+    only behind what comes before its wait. Made by
+    `loom-overlap-collectives`.
+
+    It must follow the start's first wait in the same block (the runtime
+    completes a future before it starts it again), and the collective may
+    read only the iteration's stacked slices and values from outside the
+    loop (directly or through views), so that the next iteration's operands
+    exist now. Backends give the collective's results two buffers, used by
+    even and odd iterations, so the next iteration's arrive while this
+    one's are read.
+
+    ```mlir
+    loom.repeat 6 carried(%x : tensor<4x64xf32>) stacked(%w : tensor<6x16x64xf32>) -> tensor<4x64xf32> {
+    ^bb0(%x_i: tensor<4x64xf32>, %w_i: tensor<16x64xf32>):
+      %f = loom.start -> !loom.future<tensor<64x64xf32>> {
+        %g = loom.all_gather %w_i on @m ["dp"] dim 0 : tensor<16x64xf32> -> tensor<64x64xf32>
+        loom.yield %g : tensor<64x64xf32>
+      }
+      %v = loom.wait %f : !loom.future<tensor<64x64xf32>>
+      loom.prefetch %f : !loom.future<tensor<64x64xf32>>
+      %y = loom.matmul %x_i, %v : tensor<4x64xf32>, tensor<64x64xf32> -> tensor<4x64xf32>
+      loom.yield %y : tensor<4x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Loom_FutureType:$future);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The loom.start whose collective this op starts again.
+    StartOp getStart();
+    /// Whether `op` (a collective, a loom.combined or a loom.start) reads
+    /// only values that name the same bytes in every iteration of
+    /// `repeat` up to the iteration's stacked slice: values from outside
+    /// the loop, stacked slices, and reshapes or shards of them.
+    static bool readsIterationInvariants(::mlir::Operation *op,
+                                         RepeatOp repeat);
+  }];
 }
 
 def Loom_CombinedOp : Loom_Op<"combined", [

@@ -43,6 +43,9 @@ struct CollectiveInfo {
   /// when it is not started.
   std::string startedAfter, waitedBefore;
   int64_t computationsBetween = 0;
+  /// Started one iteration ahead (loom.prefetch): startedAfter names the op
+  /// of the iteration before.
+  bool prefetched = false;
 };
 
 std::vector<CollectiveInfo> collectCollectives(mlir::Operation *root);

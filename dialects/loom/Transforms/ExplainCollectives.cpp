@@ -60,7 +60,25 @@ static void describeStart(Operation *collective, CollectiveInfo &info) {
   if (!start)
     return;
   Operation *before = start->getPrevNode();
-  if (before)
+  if (PrefetchOp prefetch = start.getPrefetch()) {
+    // Started where the prefetch stands in the iteration before: the work
+    // after it there and before the wait here hides it.
+    info.prefetched = true;
+    Operation *previous = prefetch->getPrevNode();
+    while (isa_and_nonnull<PrefetchOp>(previous))
+      previous = previous->getPrevNode();
+    info.startedAfter =
+        (previous ? describeOp(previous) : std::string("the start")) +
+        " in the iteration before (the first iteration's before its "
+        "loom.repeat)";
+    for (Operation *at = prefetch->getNextNode(); at; at = at->getNextNode())
+      info.computationsBetween += isComputation(at);
+    for (Operation &at : *start->getBlock()) {
+      if (&at == start)
+        break;
+      info.computationsBetween += isComputation(&at);
+    }
+  } else if (before)
     info.startedAfter = describeOp(before);
   else if (isa<RepeatOp>(start->getParentOp()))
     info.startedAfter = "the start of its loom.repeat's iteration";
@@ -68,13 +86,13 @@ static void describeStart(Operation *collective, CollectiveInfo &info) {
     info.startedAfter = "the start of its function";
   Operation *firstWait = nullptr;
   for (Operation *user : start->getUsers())
-    if (user->getBlock() == start->getBlock() &&
+    if (isa<WaitOp>(user) && user->getBlock() == start->getBlock() &&
         (!firstWait || user->isBeforeInBlock(firstWait)))
       firstWait = user;
   if (!firstWait)
     return;
   Operation *reader = firstWait;
-  while (reader && isa<WaitOp>(reader))
+  while (reader && isa<WaitOp, PrefetchOp>(reader))
     reader = reader->getNextNode();
   info.waitedBefore = reader ? describeOp(reader) : describeOp(firstWait);
   for (Operation *at = start->getNextNode(); at != firstWait;
@@ -181,8 +199,12 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
        << " (loom.combined runs " << members << " as " << combined.size()
        << ")";
   }
+  size_t prefetched = llvm::count_if(
+      infos, [](const CollectiveInfo &info) { return info.prefetched; });
   if (started)
     os << "; " << started << " of them started early (--overlap-collectives)";
+  if (prefetched)
+    os << ", " << prefetched << " one iteration ahead";
   os << "\n";
   double total = 0;
   for (auto [index, info] : llvm::enumerate(infos)) {

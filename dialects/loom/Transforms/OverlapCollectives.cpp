@@ -50,8 +50,91 @@ struct OverlapCollectivesPass
       if (!isa<FusedOp, StartOp, CombinedOp>(block->getParentOp()))
         blocks.push_back(block);
     });
-    for (Block *block : blocks)
+    for (Block *block : blocks) {
       overlapIn(*block);
+      prefetchIn(*block);
+    }
+  }
+
+  /// In a loom.repeat's body, the collectives that read only stacked
+  /// slices and values from outside the loop (the gathers of FSDP's
+  /// weights) are started one iteration ahead: a loom.prefetch goes after
+  /// their waits and after every other collective of the iteration, so
+  /// that none of this iteration's is passed, and the work after it, to
+  /// the next iteration's wait, hides them. They do pass the next
+  /// iteration's collectives that came before them, but they were started
+  /// an iteration earlier. Where nothing would run after the prefetch,
+  /// nothing changes.
+  void prefetchIn(Block &block) {
+    auto repeat = dyn_cast<RepeatOp>(block.getParentOp());
+    if (!repeat || repeat.getCount() < 2)
+      return;
+    SmallVector<Operation *> prefetched;
+    Operation *lastOther = nullptr;
+    for (Operation &op : block) {
+      if (!issuesCollectives(&op))
+        continue;
+      auto start = dyn_cast<StartOp>(op);
+      if ((start || isStartable(&op)) &&
+          PrefetchOp::readsIterationInvariants(&op, repeat) &&
+          (start ? firstWaitOf(block, start) : firstReaderOfAny(block, &op)))
+        prefetched.push_back(&op);
+      else
+        lastOther = &op;
+    }
+    if (prefetched.empty())
+      return;
+    // The prefetches go before `at`: after the other collectives and the
+    // prefetched ones' waits (a bare collective's go just before its first
+    // reader), past any run of waits there.
+    Operation *at = lastOther ? lastOther->getNextNode() : &block.front();
+    auto notBefore = [&](Operation *candidate) {
+      if (at->isBeforeInBlock(candidate))
+        at = candidate;
+    };
+    for (Operation *op : prefetched) {
+      auto start = dyn_cast<StartOp>(op);
+      notBefore(start ? firstWaitOf(block, start)->getNextNode()
+                      : firstReaderOfAny(block, op));
+    }
+    while (isa<WaitOp>(at))
+      at = at->getNextNode();
+    int64_t hidden = 0;
+    for (Operation *after = at; after; after = after->getNextNode())
+      hidden += isComputation(after);
+    if (hidden == 0)
+      return;
+    for (Operation *op : prefetched) {
+      auto start = dyn_cast<StartOp>(op);
+      if (!start)
+        start = wrapInStart(op, op, firstReaderOfAny(block, op));
+      OpBuilder builder(at);
+      PrefetchOp::create(builder, op->getLoc(), start.getFutures().front());
+      ++numPrefetched;
+    }
+    numHidden += hidden * int64_t(prefetched.size());
+  }
+
+  /// The first loom.wait of `start`'s futures in the block.
+  static Operation *firstWaitOf(Block &block, StartOp start) {
+    Operation *first = nullptr;
+    for (Value future : start.getFutures()) {
+      Operation *reader = firstReaderOf(block, future);
+      if (reader && (!first || reader->isBeforeInBlock(first)))
+        first = reader;
+    }
+    return first;
+  }
+
+  /// The first op of the block that reads any result of `op` (null: none).
+  static Operation *firstReaderOfAny(Block &block, Operation *op) {
+    Operation *first = nullptr;
+    for (Value result : op->getResults()) {
+      Operation *reader = firstReaderOf(block, result);
+      if (reader && (!first || reader->isBeforeInBlock(first)))
+        first = reader;
+    }
+    return first;
   }
 
   void overlapIn(Block &block) {
@@ -166,12 +249,7 @@ struct OverlapCollectivesPass
 
     // The first reader of any result in the block: backends complete a
     // started op as a whole, so every result is waited for there.
-    Operation *firstReader = nullptr;
-    for (Value result : op->getResults()) {
-      Operation *reader = firstReaderOf(block, result);
-      if (reader && (!firstReader || reader->isBeforeInBlock(firstReader)))
-        firstReader = reader;
-    }
+    Operation *firstReader = firstReaderOfAny(block, op);
     if (!firstReader)
       return; // nothing reads it
 
@@ -184,11 +262,15 @@ struct OverlapCollectivesPass
     if (hidden == 0)
       return;
 
-    OpBuilder builder(op->getContext());
-    if (after)
-      builder.setInsertionPointAfter(after);
-    else
-      builder.setInsertionPointToStart(&block);
+    wrapInStart(op, from, firstReader);
+    numHidden += hidden;
+  }
+
+  /// Moves `op` into a loom.start placed before `startAt`, and its results'
+  /// readers to loom.waits placed before `firstReader`.
+  StartOp wrapInStart(Operation *op, Operation *startAt,
+                      Operation *firstReader) {
+    OpBuilder builder(startAt);
     SmallVector<Type> futureTypes;
     for (Value result : op->getResults())
       futureTypes.push_back(FutureType::get(
@@ -206,7 +288,7 @@ struct OverlapCollectivesPass
       result.replaceAllUsesExcept(wait.getResult(), yield);
     }
     ++numStarted;
-    numHidden += hidden;
+    return start;
   }
 };
 

@@ -80,7 +80,9 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       if (isa<FusedOp>(op->getParentOp()))
         return WalkResult::skip();
       for (OpResult result : op->getResults())
-        if (!viewedValue(result) && failed(add(result, op)))
+        if (!viewedValue(result) &&
+            (failed(add(result, op)) ||
+             (prefetchedStartOf(op) && failed(add(result, op)))))
           return WalkResult::interrupt();
       return isa<FusedOp>(op) ? WalkResult::skip() : WalkResult::advance();
     });
@@ -344,6 +346,24 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     func.walk([&](RepeatOp repeat) {
       for (OpResult result : repeat.getResults())
         buffers[result].last = std::max(buffers[result].last, spanEnd[repeat]);
+    });
+
+    // A collective that a loom.prefetch starts one iteration ahead writes
+    // one of its two buffers before the loop and another during each
+    // iteration but the last, while the iteration reads the other.
+    func.walk([&](Operation *op) {
+      Operation *start = prefetchedStartOf(op);
+      if (!start)
+        return;
+      Operation *repeat = start->getParentOp();
+      for (OpResult result : op->getResults()) {
+        auto found = buffers.find(result);
+        if (found == buffers.end())
+          continue;
+        found->second.bytes *= 2;
+        found->second.first = std::min(found->second.first, index[repeat]);
+        found->second.last = std::max(found->second.last, spanEnd[repeat]);
+      }
     });
 
     shareCarriedBuffers(func, buffers, index, root);

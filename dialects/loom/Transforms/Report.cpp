@@ -136,7 +136,7 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
     function.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<FusedOp>(op->getParentOp()))
         return WalkResult::skip();
-      if (isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, RepeatOp,
+      if (isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, PrefetchOp, RepeatOp,
               YieldOp, func::ReturnOp, ConstantOp, func::FuncOp>(op) ||
           isView(op))
         return WalkResult::advance();
@@ -228,7 +228,7 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       }
     }
     function.walk([&](Operation *op) {
-      if (isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, RepeatOp,
+      if (isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, PrefetchOp, RepeatOp,
               ShardOp, YieldOp, func::ReturnOp, ConstantOp>(op))
         return;
       int64_t iterations = countIterations(op);

@@ -145,8 +145,8 @@ bool loom::isView(Operation *op) {
 }
 
 bool loom::isComputation(Operation *op) {
-  return !isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, ConstantOp>(
-             op) &&
+  return !isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, PrefetchOp,
+              ConstantOp>(op) &&
          !isView(op) && !op->hasTrait<OpTrait::IsTerminator>();
 }
 
@@ -233,9 +233,24 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
     return arenaAddress(viewed);
   auto offsets =
       op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
-  return {offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,
-          bytesOf(value.getType()),
-          {}};
+  ArenaAddress address{
+      offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,
+      bytesOf(value.getType()),
+      {}};
+  if (Operation *start = prefetchedStartOf(op)) {
+    address.steps.push_back(
+        {start->getParentOp(), address.bufferBytes, /*parity=*/true});
+    address.bufferBytes *= 2;
+  }
+  return address;
+}
+
+Operation *loom::prefetchedStartOf(Operation *op) {
+  Operation *parent = op->getParentOp();
+  if (isa_and_nonnull<CombinedOp>(parent))
+    parent = parent->getParentOp();
+  auto start = dyn_cast_or_null<StartOp>(parent);
+  return start && start.getPrefetch() ? start.getOperation() : nullptr;
 }
 
 std::string loom::matmulSpec(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs,

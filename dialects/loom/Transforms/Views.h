@@ -91,16 +91,36 @@ bool isComputation(mlir::Operation *op);
 /// when it has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
+/// One term of an ArenaAddress: `repeat`'s iteration number (or, for
+/// `parity`, that number's lowest bit) times `bytes`.
+struct ArenaStep {
+  mlir::Operation *repeat;
+  int64_t bytes;
+  bool parity = false;
+  bool operator==(const ArenaStep &other) const {
+    return repeat == other.repeat && bytes == other.bytes &&
+           parity == other.parity;
+  }
+};
+
 /// Where a value of a planned program (loom-plan-memory) lives in the
 /// arena: its buffer's offset (-1 when the plan gave it none) plus, for each
 /// `loom.repeat` it is a stacked slice of (outermost first), that repeat's
-/// iteration number times the slice's bytes. `bufferBytes` is the size of
-/// the whole buffer (a stacked value's, for a slice).
+/// iteration number times the slice's bytes. A result of a collective that
+/// a `loom.prefetch` starts one iteration ahead alternates between two
+/// buffers: plus the iteration's parity times its bytes. `bufferBytes` is
+/// the size of the whole buffer (a stacked value's, for a slice; both, for
+/// a prefetched result).
 struct ArenaAddress {
   int64_t offset = -1;
   int64_t bufferBytes = 0;
-  llvm::SmallVector<std::pair<mlir::Operation *, int64_t>> steps;
+  llvm::SmallVector<ArenaStep> steps;
 };
+
+/// The loom.start holding `op` (directly, or as a member of a
+/// loom.combined) when a loom.prefetch starts it one iteration ahead; null
+/// otherwise.
+mlir::Operation *prefetchedStartOf(mlir::Operation *op);
 ArenaAddress arenaAddress(mlir::Value value);
 
 /// A matmul of these shapes as an einsum spec: batch dimensions broadcast,

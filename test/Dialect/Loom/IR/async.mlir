@@ -58,3 +58,23 @@ func.func @combined_in_background(%x: tensor<4x16xbf16>, %y: tensor<16x2xf32>) -
   %v = loom.wait %f#0 : !loom.future<tensor<8x16xbf16>>
   return %v, %w : tensor<8x16xbf16>, tensor<16x4xf32>
 }
+
+// A layer's gather started one iteration ahead.
+// CHECK-LABEL: func.func @prefetched
+func.func @prefetched(%x: tensor<4x16xf32>, %ws: tensor<3x8x16xf32>) -> tensor<4x16xf32> {
+  %r = loom.repeat 3 carried(%x : tensor<4x16xf32>) stacked(%ws : tensor<3x8x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%c: tensor<4x16xf32>, %w: tensor<8x16xf32>):
+    // CHECK: %[[F:.*]] = loom.start
+    %f = loom.start -> !loom.future<tensor<16x16xf32>> {
+      %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<8x16xf32> -> tensor<16x16xf32>
+      loom.yield %g : tensor<16x16xf32>
+    }
+    // CHECK: loom.wait %[[F]]
+    // CHECK-NEXT: loom.prefetch %[[F]] : !loom.future<tensor<16x16xf32>>
+    %v = loom.wait %f : !loom.future<tensor<16x16xf32>>
+    loom.prefetch %f : !loom.future<tensor<16x16xf32>>
+    %y = loom.matmul %c, %v : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    loom.yield %y : tensor<4x16xf32>
+  }
+  return %r : tensor<4x16xf32>
+}

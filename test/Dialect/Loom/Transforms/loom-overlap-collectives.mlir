@@ -136,7 +136,9 @@ func.func @split(%a: tensor<8x32xf32>, %u: tensor<16x32xf32>, %v: tensor<16x32xf
 
 // Read inside a loop: the wait goes before the loop. Inside a loop's
 // iteration the same holds within the iteration: a start is never moved
-// out of its block, and a block's argument is made at its top.
+// out of its block, and a block's argument is made at its top. The gather
+// of the iteration's stacked slice is also started one iteration ahead,
+// after its wait, where the two products hide it.
 loom.mesh @m ["dp" = 2, "tp" = 2]
 
 // CHECK-LABEL: func.func @loops
@@ -150,6 +152,7 @@ loom.mesh @m ["dp" = 2, "tp" = 2]
 // CHECK-NEXT:     loom.all_gather %[[W]]
 // CHECK:        loom.relu %[[X]]
 // CHECK-NEXT:   %[[H:.*]] = loom.wait %[[G]]
+// CHECK-NEXT:   loom.prefetch %[[G]]
 // CHECK-NEXT:   loom.matmul {{.*}}, %[[H]]
 // CHECK:        loom.matmul {{.*}}, %[[V]]
 func.func @loops(%u: tensor<16x32xf32>, %a: tensor<8x32xf32>, %ws: tensor<2x16x32xf32>) -> tensor<8x32xf32> {
@@ -224,4 +227,90 @@ func.func @no_split(%u: tensor<16x32xf32>, %v: tensor<16x32xf32>) -> (tensor<32x
   %r = loom.all_reduce %g#0 on @m ["tp"] sum : tensor<32x32xf32>
   %s = loom.reshape %g#1 : tensor<32x32xf32> -> tensor<64x16xf32>
   return %r, %s : tensor<32x32xf32>, tensor<64x16xf32>
+}
+
+// -----
+
+// FSDP: a layer's gather is read at once, so within the iteration nothing
+// would hide it; started one iteration ahead, the layer's products hide
+// the next layer's. Through a view (a reshape of the slice) too.
+loom.mesh @m ["dp" = 2, "tp" = 2]
+
+// CHECK-LABEL: func.func @prefetch_fsdp
+// CHECK:      ^bb0(%[[X:.*]]: tensor<8x32xf32>, %[[W:.*]]: tensor<512xf32>):
+// CHECK-NEXT:   %[[R:.*]] = loom.reshape %[[W]]
+// CHECK-NEXT:   %[[F:.*]] = loom.start -> !loom.future<tensor<32x32xf32>> {
+// CHECK-NEXT:     loom.all_gather %[[R]] on @m ["dp"] dim 0
+// CHECK:        %[[G:.*]] = loom.wait %[[F]]
+// CHECK-NEXT:   loom.prefetch %[[F]] : !loom.future<tensor<32x32xf32>>
+// CHECK-NEXT:   %[[Y:.*]] = loom.matmul %[[X]], %[[G]]
+// CHECK-NEXT:   loom.relu %[[Y]]
+func.func @prefetch_fsdp(%a: tensor<8x32xf32>, %ws: tensor<4x512xf32>) -> tensor<8x32xf32> {
+  %out = loom.repeat 4 carried(%a : tensor<8x32xf32>) stacked(%ws : tensor<4x512xf32>) -> tensor<8x32xf32> {
+  ^bb0(%x: tensor<8x32xf32>, %w: tensor<512xf32>):
+    %r = loom.reshape %w : tensor<512xf32> -> tensor<16x32xf32>
+    %g = loom.all_gather %r on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+    %y = loom.matmul %x, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+    %z = loom.relu %y : tensor<8x32xf32>
+    loom.yield %z : tensor<8x32xf32>
+  }
+  return %out : tensor<8x32xf32>
+}
+
+// -----
+
+// The prefetch passes none of the iteration's collectives: it goes after
+// the all_reduce of the iteration's product, which the bias add then
+// hides. A gather of the carried value (made by the iteration before), a
+// loop of one iteration, and a gather whose prefetch would follow the
+// iteration's last computation (after its all_reduce) are not prefetched.
+loom.mesh @m ["dp" = 2, "tp" = 2]
+
+// CHECK-LABEL: func.func @prefetch_after_others
+// CHECK:        %[[F:.*]] = loom.start
+// CHECK-NEXT:     loom.all_gather %{{.*}} on @m ["dp"]
+// CHECK:        %[[G:.*]] = loom.wait %[[F]]
+// CHECK-NEXT:   %[[Y:.*]] = loom.matmul
+// CHECK-NEXT:   %[[S:.*]] = loom.all_reduce %[[Y]]
+// CHECK-NEXT:   loom.prefetch %[[F]]
+// CHECK-NEXT:   loom.add %[[S]]
+// CHECK-LABEL: func.func @not_prefetched
+// CHECK-NOT:    loom.prefetch
+// CHECK:        loom.all_gather %{{.*}} on @m ["tp"]
+// CHECK-NOT:    loom.prefetch
+// CHECK:        return
+func.func @prefetch_after_others(%a: tensor<8x32xf32>, %ws: tensor<4x16x32xf32>, %bias: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %out = loom.repeat 4 carried(%a : tensor<8x32xf32>) stacked(%ws : tensor<4x16x32xf32>) -> tensor<8x32xf32> {
+  ^bb0(%x: tensor<8x32xf32>, %w: tensor<16x32xf32>):
+    %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+    %y = loom.matmul %x, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+    %s = loom.all_reduce %y on @m ["tp"] sum : tensor<8x32xf32>
+    %z = loom.add %s, %bias : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
+    loom.yield %z : tensor<8x32xf32>
+  }
+  return %out : tensor<8x32xf32>
+}
+func.func @not_prefetched(%a: tensor<8x16xf32>, %ws: tensor<1x8x16xf32>, %ws4: tensor<4x8x16xf32>) -> tensor<8x16xf32> {
+  %c = loom.repeat 4 carried(%a : tensor<8x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%x: tensor<8x16xf32>):
+    %g = loom.all_gather %x on @m ["tp"] dim 0 : tensor<8x16xf32> -> tensor<16x16xf32>
+    %y = loom.relu %g : tensor<16x16xf32>
+    %h = loom.slice %y [0, 0] to [8, 16] : tensor<16x16xf32> -> tensor<8x16xf32>
+    loom.yield %h : tensor<8x16xf32>
+  }
+  %once = loom.repeat 1 carried(%c : tensor<8x16xf32>) stacked(%ws : tensor<1x8x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%x: tensor<8x16xf32>, %w: tensor<8x16xf32>):
+    %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<8x16xf32> -> tensor<16x16xf32>
+    %y = loom.matmul %x, %g : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+    %z = loom.relu %y : tensor<8x16xf32>
+    loom.yield %z : tensor<8x16xf32>
+  }
+  %last = loom.repeat 4 carried(%once : tensor<8x16xf32>) stacked(%ws4 : tensor<4x8x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%x: tensor<8x16xf32>, %w: tensor<8x16xf32>):
+    %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<8x16xf32> -> tensor<16x16xf32>
+    %y = loom.matmul %x, %g : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+    %s = loom.all_reduce %y on @m ["tp"] sum : tensor<8x16xf32>
+    loom.yield %s : tensor<8x16xf32>
+  }
+  return %last : tensor<8x16xf32>
 }

@@ -262,3 +262,34 @@ func.func @started(%x: tensor<4x4xf32> {loom.input = "x"}) -> tensor<8x4xf32> at
   %4 = loom.add %v, %3 : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
   return %4 : tensor<8x4xf32>
 }
+
+// -----
+
+// A gather started one iteration ahead (loom.prefetch) writes the next
+// iteration's slice while this one's is read: its buffer holds two
+// (2 x 1024 bytes), alive from before the loop (the first iteration's
+// start) to its end, so the loop's own values go after it.
+loom.mesh @m ["dp" = 2]
+// CHECK-LABEL: func.func @prefetched
+// CHECK-SAME:  loom.arena_bytes = 4352
+// CHECK:       loom.repeat {{.*}} attributes {loom.offsets = array<i64: 1792>}
+// CHECK:         loom.start {{.*}} attributes {loom.offsets = array<i64: 2048>}
+// CHECK-NEXT:      loom.all_gather {{.*}} {loom.offsets = array<i64: 2048>}
+// CHECK:         loom.wait {{.*}} {loom.offsets = array<i64: 2048>}
+// CHECK-NEXT:    loom.prefetch
+// CHECK-NEXT:    loom.matmul {{.*}} {loom.offsets = array<i64: 4096>}
+func.func @prefetched(%x: tensor<4x16xf32> {loom.input = "x"}, %ws: tensor<3x8x16xf32> {loom.input = "ws"}) -> tensor<4x16xf32> attributes {loom.model} {
+  %r = loom.repeat 3 carried(%x : tensor<4x16xf32>) stacked(%ws : tensor<3x8x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%c: tensor<4x16xf32>, %w: tensor<8x16xf32>):
+    %f = loom.start -> !loom.future<tensor<16x16xf32>> {
+      %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<8x16xf32> -> tensor<16x16xf32>
+      loom.yield %g : tensor<16x16xf32>
+    }
+    %v = loom.wait %f : !loom.future<tensor<16x16xf32>>
+    loom.prefetch %f : !loom.future<tensor<16x16xf32>>
+    %y = loom.matmul %c, %v : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %z = loom.relu %y : tensor<4x16xf32>
+    loom.yield %z : tensor<4x16xf32>
+  }
+  return %r : tensor<4x16xf32>
+}
