@@ -424,14 +424,14 @@ def LoomOverlapCollectives : Pass<"loom-overlap-collectives",
     hide behind stays as it is. The collective reads its operands until its
     last wait, and the memory plan keeps them alive until then.
 
-    In a `loom.repeat`'s iteration, the collectives issued first, when they
-    read only the iteration's stacked slices and values from outside the
-    loop (FSDP's gathers of a layer's weights), are also started one
-    iteration ahead: a `loom.prefetch` after their waits and after the
-    iteration's other collectives starts the next iteration's, so the work
-    after it hides them (the first iteration's start before the loop; the
-    memory plan gives their results two buffers). Where no work follows
-    that place, they stay within their iteration.
+    In a `loom.repeat` of two or more iterations, the collectives that read
+    only the iteration's stacked slices and values from outside the loop
+    (FSDP's gathers of a layer's weights) are also started one iteration
+    ahead: a `loom.prefetch` after their waits and after the iteration's
+    other collectives starts the next iteration's, so the work after it
+    hides them (the first iteration's start before the loop; the memory
+    plan gives their results two buffers). Where no work follows that
+    place, they stay within their iteration.
 
     ```mlir
     %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<64x128xbf16> -> tensor<128x128xbf16>
