@@ -186,7 +186,21 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
   // at a time in the runtime's scratch, outside the arena.
   int64_t logitsBytes = 0;
   std::vector<KernelInfo> kernels;
+  // The most bytes any one loop holds in second buffers for the
+  // collectives it starts one iteration ahead (loom.prefetch).
+  int64_t prefetchBytes = 0;
   if (planned) {
+    planned.walk([&](RepeatOp repeat) {
+      int64_t bytes = 0;
+      for (StartOp start : repeat.getBody().front().getOps<StartOp>())
+        if (start.getPrefetch())
+          for (Type type : start->getResultTypes()) {
+            auto value = cast<ShapedType>(cast<FutureType>(type).getValueType());
+            bytes += value.getNumElements() *
+                     value.getElementType().getIntOrFloatBitWidth() / 8;
+          }
+      prefetchBytes = std::max(prefetchBytes, bytes);
+    });
     for (auto function : planned.getOps<func::FuncOp>())
       if (auto bytes = function->getAttrOfType<IntegerAttr>(
               LoomDialect::kArenaBytesAttrName))
@@ -264,6 +278,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       out.attribute("flops_per_rank", flops);
       if (arenaBytes)
         out.attribute("arena_bytes_per_rank", *arenaBytes);
+      if (prefetchBytes)
+        out.attribute("prefetch_buffer_bytes_per_rank", prefetchBytes);
       if (logitsBytes)
         out.attribute("logits_bytes_per_rank", logitsBytes);
       out.attributeArray("collectives", [&] {
@@ -305,6 +321,13 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                        "from the memory plan\n",
                        static_cast<long long>(*arenaBytes),
                        mib(double(*arenaBytes)));
+  if (prefetchBytes)
+    os << llvm::format("  prefetch:     %lld bytes (%.2f MiB) of the arena, at "
+                       "most, hold a loop's next-iteration buffers of the "
+                       "collectives it starts one iteration ahead "
+                       "(--overlap-collectives)\n",
+                       static_cast<long long>(prefetchBytes),
+                       mib(double(prefetchBytes)));
   if (logitsBytes)
     os << llvm::format(
         "  logits:       %lld bytes (%.2f MiB) of a cross-entropy's logits, "
