@@ -109,8 +109,13 @@ class Program:
     that calls it; the block's inputs are its arguments, which the caller
     passes its own inputs for)."""
 
-    def __init__(self, rng, float_type, parent=None):
+    def __init__(self, rng, float_type, parent=None, zero3=None):
         self.rng = rng
+        # Draws whether a block's parameter is stored split over dp on its
+        # first dimension (ZeRO-3, FSDP), so that a repeat gathers each
+        # layer's slice; a stream of its own, so that the other draws stay
+        # what they were.
+        self.zero3 = parent.zero3 if parent else zero3
         self.float = float_type  # every float tensor's element type
         self.parent = parent
         self.depth = parent.depth + 1 if parent else 0
@@ -139,6 +144,9 @@ class Program:
     def add_param(self, sizes, init):
         name = self.fresh("w")
         ann = random_annotation(self.rng, sizes)
+        if (self.parent and sizes[0] % 4 == 0 and self.zero3.random() < 0.4
+                and not any("dp" in axes_of(a) for a in ann[1:])):
+            ann = ["<dp>"] + ann[1:]
         self.lines.append(f"param {name}: {type_text(sizes, ann, self.float)} = {init}")
         return name
 
@@ -372,10 +380,22 @@ class Program:
             body.random_op()
         # The result: x plus a value of its shape, or of its rows projected
         # to x's width; failing both, a column- then row-parallel MLP.
+        # The body's last computed value, when the result can read it, so
+        # that the body's ops are live (not folded away as unused).
+        made = [v for v in body.values if v[0].startswith("v")]
+        last = [made[-1]] if made and rng.random() < 0.85 else []
         fits = [v for v in body.values[1:] if v[1] == sizes]
         rows = [v for v in body.values[1:] if v[1][:-1] == sizes[:-1] and math.prod(v[1]) <= LARGEST]
-        if fits and rng.random() < 0.5:
+        if last and last[0][1] == sizes:
+            fits = last
+        elif last and last[0] in rows:
+            rows, fits = last, []
+        if fits and (fits == last or rng.random() < 0.5):
             result = f"x + tanh({rng.choice(fits)[0]})"
+        elif last and not rows:
+            # Of no shape the result takes: its mean, added to every element.
+            value, vsizes = last[0]
+            result = f"x + tanh(mean({value}, dim = {list(range(len(vsizes)))}))"
         elif rows:
             value, vsizes = rng.choice(rows)
             out = body.add_param([vsizes[-1], sizes[-1]], f"normal({1 / math.sqrt(vsizes[-1]):.3f})")
@@ -478,7 +498,7 @@ def generate(seed):
     # One seed in three is a bf16 program, built as written (run.py compares
     # it norm-wise, as the examples' bf16 builds); the others are f32.
     bf16 = seed % 3 == 0
-    program = Program(rng, "bf16" if bf16 else "f32")
+    program = Program(rng, "bf16" if bf16 else "f32", zero3=random.Random(f"zero3-{seed}"))
     if rng.random() < 0.25:
         program.op_embedding()
     rank = rng.choice([2, 3, 3, 4])
