@@ -834,9 +834,9 @@ def Loom_PrefetchOp : Loom_Op<"prefetch"> {
     completes a future before it starts it again), and the collective may
     read only the iteration's stacked slices and values from outside the
     loop (directly or through views), so that the next iteration's operands
-    exist now. Backends give the collective's results two buffers, used by
-    even and odd iterations, so the next iteration's arrive while this
-    one's are read.
+    exist now. The memory plan gives the collective's results two
+    buffers, used by even and odd iterations, so the next iteration's
+    arrive while this one's are read.
 
     ```mlir
     loom.repeat 6 carried(%x : tensor<4x64xf32>) stacked(%w : tensor<6x16x64xf32>) -> tensor<4x64xf32> {

@@ -194,11 +194,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       int64_t bytes = 0;
       for (StartOp start : repeat.getBody().front().getOps<StartOp>())
         if (start.getPrefetch())
-          for (Type type : start->getResultTypes()) {
-            auto value = cast<ShapedType>(cast<FutureType>(type).getValueType());
-            bytes += value.getNumElements() *
-                     value.getElementType().getIntOrFloatBitWidth() / 8;
-          }
+          for (Type type : start->getResultTypes())
+            bytes += bytesOf(cast<FutureType>(type).getValueType());
       prefetchBytes = std::max(prefetchBytes, bytes);
     });
     for (auto function : planned.getOps<func::FuncOp>())

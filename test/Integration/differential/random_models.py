@@ -10,8 +10,10 @@ tanh GELU, bias and residual), reductions with and without keepdim,
 softmax, layer and RMS norms, transpose, reshape, concat, split, slice,
 attention, embedding, integer arithmetic and products cast to floats,
 shard() mid-program, blocks with random bodies (their inputs are
-arguments the callers pass their own inputs for; blocks within blocks),
-called or repeated), and one to four outputs (the last value and values
+arguments the callers pass their own inputs for; blocks within blocks;
+their results mostly read the body's last value; their parameters often
+stored split over dp, as ZeRO-3 stores them), called or repeated), and
+one to four outputs (the last value and values
 nothing read), sometimes a cross-entropy loss of a value or of its
 product with a vocabulary table (a tied output projection). The
 annotations often disagree with one another, which is what makes the
@@ -379,9 +381,12 @@ class Program:
         for _ in range(rng.randint(1, 4)):
             body.random_op()
         # The result: x plus a value of its shape, or of its rows projected
-        # to x's width; failing both, a column- then row-parallel MLP.
-        # The body's last computed value, when the result can read it, so
-        # that the body's ops are live (not folded away as unused).
+        # to x's width; failing both, a column- then row-parallel MLP. In
+        # most programs that value is the body's last computed one, so that
+        # the body's ops are live (not folded away as unused): as it is when
+        # it has x's shape, projected when it has x's rows; of neither, it
+        # gives way to another value that fits, or, when none does, its
+        # mean is added to every element.
         made = [v for v in body.values if v[0].startswith("v")]
         last = [made[-1]] if made and rng.random() < 0.85 else []
         fits = [v for v in body.values[1:] if v[1] == sizes]
