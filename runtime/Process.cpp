@@ -114,6 +114,9 @@ struct loomrt_ctx {
   /// collective's unpacking), with the buffers that owns.
   int startedFuture = -1;
   std::set<int> outstanding;
+  /// The mesh axes that each outstanding future's collectives communicate
+  /// over.
+  std::map<int, std::set<int>> startedAxes;
   std::map<int, std::vector<std::function<void()>>> afterWait;
 };
 
@@ -473,6 +476,8 @@ public:
     what = format("collective #%llu %s (%s)", (unsigned long long)rt->sequence,
                   kind.c_str(), site);
     rt->openCollective = &what;
+    if (rt->startedFuture >= 0)
+      rt->startedAxes[rt->startedFuture].insert(axes, axes + numAxes);
     testFault(rt, -1, long(rt->sequence++));
     if (!rt->profiling)
       return;
@@ -565,15 +570,18 @@ extern "C" void loomrt_fail(loomrt_ctx *rt, const char *site,
   abortJob(rt, std::string(site) + ": " + message, 5);
 }
 
-/// On a backend with streams, a collective issued while started ones are
-/// outstanding runs on the communication stream too, behind them (they
-/// share the staging buffers, and NCCL runs one communicator's work in the
-/// order issued), and the rank's later work waits for it.
+/// On a backend with streams, a collective issued while started ones over
+/// a shared axis are outstanding runs on the communication stream too,
+/// behind them (a communicator runs its work in the order issued), and the
+/// rank's later work waits for it. Over other axes it runs on the rank's
+/// stream, beside them (each stream has its own staging buffers): a
+/// layer's tensor-parallel collectives do not wait for the next layer's
+/// FSDP gathers.
 class InOrderWithStarted {
 public:
-  explicit InOrderWithStarted(loomrt_ctx *rt)
-      : active(rt->startedFuture < 0 && !rt->outstanding.empty() &&
-               deviceOps().beginStarted) {
+  InOrderWithStarted(loomrt_ctx *rt, const int *axes, int numAxes)
+      : active(rt->startedFuture < 0 && deviceOps().beginStarted &&
+               sharesAxisWithOutstanding(rt, axes, numAxes)) {
     if (active)
       deviceOps().beginStarted();
   }
@@ -587,6 +595,17 @@ public:
   static constexpr int kInOrder = -1;
 
 private:
+  static bool sharesAxisWithOutstanding(loomrt_ctx *rt, const int *axes,
+                                        int numAxes) {
+    for (int future : rt->outstanding) {
+      const std::set<int> &started = rt->startedAxes[future];
+      for (int i = 0; i < numAxes; ++i)
+        if (started.count(axes[i]))
+          return true;
+    }
+    return false;
+  }
+
   bool active;
 };
 
@@ -600,6 +619,7 @@ extern "C" void loomrt_start_begin(loomrt_ctx *rt, int future) {
                         : "that future is started and not waited for"),
              5);
   rt->startedFuture = future;
+  rt->startedAxes[future].clear();
   if (deviceOps().beginStarted)
     deviceOps().beginStarted();
 }
@@ -620,6 +640,7 @@ extern "C" void loomrt_wait(loomrt_ctx *rt, int future) {
   if (!rt->outstanding.erase(future))
     abortJob(rt, format("loomrt_wait(%d): that future is not started", future),
              5);
+  rt->startedAxes.erase(future);
   rt->transport->waitStarted(rt, future);
   auto after = rt->afterWait.find(future);
   if (after != rt->afterWait.end()) {
@@ -635,7 +656,7 @@ extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   int reduction, const void *in, void *out,
                                   int64_t count) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   Collective c(rt,
                reduction == LOOMRT_MAX ? "all_reduce(max)" : "all_reduce(sum)",
                axes, numAxes, site, dtype, count);
@@ -647,7 +668,7 @@ extern "C" void loomrt_all_gather(loomrt_ctx *rt, const char *site,
                                   const int *axes, int numAxes, int dtype,
                                   const void *in, void *out, int64_t outer,
                                   int64_t chunk) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   Collective c(rt, "all_gather", axes, numAxes, site, dtype, outer * chunk);
   rt->transport->allGather(rt, c.what, axes, numAxes, dtype, in, out, outer,
                            chunk);
@@ -657,7 +678,7 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
                                       const int *axes, int numAxes, int dtype,
                                       int reduction, const void *in, void *out,
                                       int64_t outer, int64_t chunk) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   Collective c(rt, "reduce_scatter", axes, numAxes, site, dtype,
                outer * chunk * groupSize(rt, axes, numAxes));
   rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction, in,
@@ -667,7 +688,7 @@ extern "C" void loomrt_reduce_scatter(loomrt_ctx *rt, const char *site,
 extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
                                 const int *axes, int numAxes, int reduction,
                                 const loomrt_member *members, int numMembers) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   int64_t n = groupSize(rt, axes, numAxes);
   // A reduction adds elements of one type. A gather moves bits, so its
   // members may differ in type: it moves units of the smallest element
@@ -775,7 +796,7 @@ extern "C" void loomrt_all_to_all(loomrt_ctx *rt, const char *site,
                                   const void *in, void *out, int rank,
                                   const int64_t *shape, int splitDim,
                                   int concatDim, const int *splitAxes) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   // Group rank q's piece: the index of its coordinates over splitAxes.
   std::vector<int64_t> chunkOf;
   int64_t n = groupSize(rt, axes, numAxes);
@@ -807,7 +828,7 @@ extern "C" void loomrt_collective_permute(loomrt_ctx *rt, const char *site,
                                           int dtype, const void *in, void *out,
                                           int64_t count, const int64_t *pairs,
                                           int numPairs) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   Collective c(rt, "collective_permute", axes, numAxes, site, dtype, count);
   rt->transport->permute(rt, c.what, axes, numAxes, dtype, in, out, count,
                          pairs, numPairs);
@@ -817,7 +838,7 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
                                  const int *axes, int numAxes, int dtype,
                                  const void *in, void *out, int64_t count,
                                  int64_t root) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, axes, numAxes);
   Collective c(rt, "broadcast", axes, numAxes, site, dtype, count);
   rt->transport->broadcast(rt, c.what, axes, numAxes, dtype, in, out, count,
                            root);
@@ -826,7 +847,7 @@ extern "C" void loomrt_broadcast(loomrt_ctx *rt, const char *site,
 extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, const void *in,
                             int64_t count) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, &axis, 1);
   Collective c(rt, "send", &axis, 1, site, dtype, count);
   rt->transport->send(rt, c.what, axis, offset, dtype, in, count);
 }
@@ -834,7 +855,7 @@ extern "C" void loomrt_send(loomrt_ctx *rt, const char *site, int axis,
 extern "C" void loomrt_recv(loomrt_ctx *rt, const char *site, int axis,
                             int64_t offset, int dtype, void *out,
                             int64_t count) {
-  InOrderWithStarted inOrder(rt);
+  InOrderWithStarted inOrder(rt, &axis, 1);
   Collective c(rt, "recv", &axis, 1, site, dtype, count);
   rt->transport->recv(rt, c.what, axis, offset, dtype, out, count);
 }

@@ -105,9 +105,13 @@ struct Device {
   /// Growing scratch buffers, reused by every call (one stream orders them).
   void *scratch[9] = {nullptr};
   size_t scratchBytes[9] = {0};
-  /// The loopback mode's staging buffers and marks.
-  std::vector<void *> staging;
-  std::vector<size_t> stagingBytes;
+  /// The collectives' staging buffers, one set per stream: a collective
+  /// on the rank's stream runs beside started ones on the communication
+  /// stream (over other axes), so they must not share one. Loopback marks.
+  struct Staging {
+    std::vector<void *> buffers;
+    std::vector<size_t> bytes;
+  } staging, communicationStaging;
   std::vector<cudaEvent_t> marks;
   /// Started collectives: the stream they run on, the rank's own stream
   /// while `stream` is that one, the event that forks it from the rank's
@@ -2091,22 +2095,26 @@ __global__ void loopbackReduceKernel(int dtype, int reduction, Inputs inputs,
 
 void *loopbackStaging(int slot, size_t bytes) {
   Device &d = device();
-  if (d.staging.size() <= size_t(slot)) {
-    d.staging.resize(size_t(slot) + 1, nullptr);
-    d.stagingBytes.resize(size_t(slot) + 1, 0);
+  Device::Staging &set = d.communication && d.stream == d.communication
+                             ? d.communicationStaging
+                             : d.staging;
+  if (set.buffers.size() <= size_t(slot)) {
+    set.buffers.resize(size_t(slot) + 1, nullptr);
+    set.bytes.resize(size_t(slot) + 1, 0);
   }
-  if (d.stagingBytes[slot] < bytes) {
+  if (set.bytes[slot] < bytes) {
     // This rank's stream waited for every peer's reads of the old buffer
     // (the second meeting of each collective): finishing it is enough.
-    if (d.staging[slot]) {
+    // (cudaFree waits for the device besides.)
+    if (set.buffers[slot]) {
       check(cudaStreamSynchronize(d.stream), "waiting to grow staging");
-      check(cudaFree(d.staging[slot]), "freeing staging");
+      check(cudaFree(set.buffers[slot]), "freeing staging");
     }
-    size_t grown = std::max(bytes, d.stagingBytes[slot] * 2);
-    check(cudaMalloc(&d.staging[slot], grown), "allocating staging");
-    d.stagingBytes[slot] = grown;
+    size_t grown = std::max(bytes, set.bytes[slot] * 2);
+    check(cudaMalloc(&set.buffers[slot], grown), "allocating staging");
+    set.bytes[slot] = grown;
   }
-  return d.staging[slot];
+  return set.buffers[slot];
 }
 
 void *loopbackMark(int which) {

@@ -373,6 +373,39 @@ void step(loomrt_ctx *rt, char *arena) {
                      acc = std::fmax(acc, valueOf(group[size_t(p)], i));
                    return acc;
                  });
+        // Over the other axis, a collective does not wait behind the
+        // started ones: on a GPU it runs on the rank's stream beside them,
+        // with staging buffers of its own (a reduction's pieces, a gather
+        // of several rows).
+        if (axes.size() == 1) {
+          const int other[1] = {1 - axes[0]};
+          std::vector<int64_t> otherGroup =
+              groupOf(me, std::vector<int>(other, other + 1));
+          int64_t m = int64_t(otherGroup.size());
+          const int64_t beside = 57344;
+          c.put(dtype, in + beside, count, mine);
+          loomrt_all_reduce(rt, "all_reduce(sum) over the other axis", other,
+                            1, dtype, LOOMRT_SUM, arena + in + beside,
+                            arena + out + beside, count);
+          c.expect("all_reduce(sum) over the other axis while four are "
+                   "started" + suffix,
+                   dtype, out + beside, count, [&](int64_t i) {
+                     double acc = 0;
+                     for (int64_t p = 0; p < m; ++p)
+                       acc += valueOf(otherGroup[size_t(p)], i);
+                     return acc;
+                   });
+          c.put(dtype, in + beside, 6, mine);
+          loomrt_all_gather(rt, "all_gather over the other axis", other, 1,
+                            dtype, arena + in + beside, arena + out + beside,
+                            2, 3);
+          c.expect("all_gather over the other axis while four are started" +
+                       suffix,
+                   dtype, out + beside, 2 * m * 3, [&](int64_t i) {
+                     int64_t o = i / (m * 3), p = i / 3 % m, j = i % 3;
+                     return valueOf(otherGroup[size_t(p)], o * 3 + j);
+                   });
+        }
         for (int future = 3; future >= 0; --future)
           loomrt_wait(rt, future);
         c.expect("started all_gather" + suffix, dtype, out + at[0], 2 * n * 3,

@@ -67,10 +67,18 @@ static void describeStart(Operation *collective, CollectiveInfo &info) {
     Operation *previous = prefetch->getPrevNode();
     while (isa_and_nonnull<PrefetchOp>(previous))
       previous = previous->getPrevNode();
-    info.startedAfter =
-        (previous ? describeOp(previous) : std::string("the start")) +
-        " in the iteration before (the first iteration's before its "
-        "loom.repeat)";
+    Operation *next = prefetch->getNextNode();
+    while (isa_and_nonnull<PrefetchOp, WaitOp>(next))
+      next = next->getNextNode();
+    // Right after waits (its own, mostly), the computation they precede
+    // says where.
+    std::string place =
+        isa_and_nonnull<WaitOp>(previous) && next
+            ? "the waits before " + describeOp(next)
+        : previous ? describeOp(previous)
+                   : std::string("the start");
+    info.startedAfter = place + " in the iteration before (the first "
+                                "iteration's before its loom.repeat)";
     for (Operation *at = prefetch->getNextNode(); at; at = at->getNextNode())
       info.computationsBetween += isComputation(at);
     for (Operation &at : *start->getBlock()) {

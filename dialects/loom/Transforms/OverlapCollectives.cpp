@@ -13,6 +13,7 @@
 #include "dialects/loom/Transforms/Views.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace loom {
 #define GEN_PASS_DEF_LOOMOVERLAPCOLLECTIVES
@@ -31,8 +32,10 @@ bool isStartable(Operation *op) {
 }
 
 /// Whether `op` issues communication: a collective, or an op holding one
-/// (a loop of layers). Backends run collectives one after the other in the
-/// order they are issued, so a collective started early never passes one.
+/// (a loop of layers). `startEarly` never moves a start past one: a started
+/// collective, or one over a shared axis, would wait behind it. One over
+/// other axes could run beside it; only prefetches, placed by their own
+/// rule, pass those so far.
 bool issuesCollectives(Operation *op) {
   return op
       ->walk([](Operation *nested) {
@@ -59,18 +62,15 @@ struct OverlapCollectivesPass
   /// In a loom.repeat's body, the collectives that read only stacked
   /// slices and values from outside the loop (the gathers of FSDP's
   /// weights) are started one iteration ahead: a loom.prefetch goes after
-  /// their waits and after every other collective of the iteration, so
-  /// that none of this iteration's is passed, and the work after it, to
-  /// the next iteration's wait, hides them. They do pass the next
-  /// iteration's collectives that came before them, but they were started
-  /// an iteration earlier. Where nothing would run after the prefetch,
-  /// nothing changes.
+  /// each one's wait, as early as the iteration's other communication
+  /// allows (`mustFollow`), so that the rest of the iteration, to the next
+  /// iteration's wait, hides it. Where nothing would run after the
+  /// prefetch, that collective is left as it is.
   void prefetchIn(Block &block) {
     auto repeat = dyn_cast<RepeatOp>(block.getParentOp());
     if (!repeat || repeat.getCount() < 2)
       return;
-    SmallVector<Operation *> prefetched;
-    Operation *lastOther = nullptr;
+    SmallVector<Operation *> prefetched, others;
     for (Operation &op : block) {
       if (!issuesCollectives(&op))
         continue;
@@ -80,39 +80,66 @@ struct OverlapCollectivesPass
           (start ? firstWaitOf(block, start) : firstReaderOfAny(block, &op)))
         prefetched.push_back(&op);
       else
-        lastOther = &op;
+        others.push_back(&op);
     }
-    if (prefetched.empty())
-      return;
-    // The prefetches go before `at`: after the other collectives and the
-    // prefetched ones' waits (a bare collective's go just before its first
-    // reader), past any run of waits there.
-    Operation *at = lastOther ? lastOther->getNextNode() : &block.front();
-    auto notBefore = [&](Operation *candidate) {
-      if (at->isBeforeInBlock(candidate))
-        at = candidate;
-    };
     for (Operation *op : prefetched) {
       auto start = dyn_cast<StartOp>(op);
-      notBefore(start ? firstWaitOf(block, start)->getNextNode()
-                      : firstReaderOfAny(block, op));
-    }
-    while (isa<WaitOp>(at))
-      at = at->getNextNode();
-    int64_t hidden = 0;
-    for (Operation *after = at; after; after = after->getNextNode())
-      hidden += isComputation(after);
-    if (hidden == 0)
-      return;
-    for (Operation *op : prefetched) {
-      auto start = dyn_cast<StartOp>(op);
+      // A bare collective's wait will stand just before its first reader.
+      Operation *at = start ? firstWaitOf(block, start)->getNextNode()
+                            : firstReaderOfAny(block, op);
+      for (Operation *other : others)
+        if (mustFollow(other, op) && !other->isBeforeInBlock(at))
+          at = other->getNextNode();
+      while (isa<WaitOp>(at))
+        at = at->getNextNode();
+      int64_t hidden = 0;
+      for (Operation *after = at; after; after = after->getNextNode())
+        hidden += isComputation(after);
+      if (hidden == 0)
+        continue;
       if (!start)
         start = wrapInStart(op, op, firstReaderOfAny(block, op));
       OpBuilder builder(at);
       PrefetchOp::create(builder, op->getLoc(), start.getFutures().front());
       ++numPrefetched;
+      numHidden += hidden;
     }
-    numHidden += hidden * int64_t(prefetched.size());
+  }
+
+  /// Whether a prefetch of `prefetched` must come after `other`, a
+  /// communicating op of the same iteration that is not prefetched.
+  /// Started collectives share one communication stream, where one issued
+  /// later waits behind the prefetch, and a communicator runs its
+  /// operations in the order they are issued, so a collective over an axis
+  /// of the prefetch would wait for it too: the prefetch passes neither.
+  /// It passes the blocking collectives over other axes, which run on the
+  /// compute stream over other communicators, beside it (a layer's
+  /// tensor-parallel ones beside the next layer's FSDP gathers).
+  static bool mustFollow(Operation *other, Operation *prefetched) {
+    llvm::SmallSetVector<StringRef, 4> axes = axesOf(prefetched);
+    return other
+        ->walk([&](Operation *nested) {
+          if (isa<StartOp>(nested))
+            return WalkResult::interrupt();
+          auto collective = dyn_cast<CollectiveOpInterface>(nested);
+          if (collective && llvm::any_of(collective.getGroupAxes(),
+                                         [&](StringRef axis) {
+                                           return axes.contains(axis);
+                                         }))
+            return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  /// The mesh axes that the collectives in `op` communicate over.
+  static llvm::SmallSetVector<StringRef, 4> axesOf(Operation *op) {
+    llvm::SmallSetVector<StringRef, 4> axes;
+    op->walk([&](CollectiveOpInterface collective) {
+      for (StringRef axis : collective.getGroupAxes())
+        axes.insert(axis);
+    });
+    return axes;
   }
 
   /// The first loom.wait of `start`'s futures in the block.

@@ -427,11 +427,15 @@ def LoomOverlapCollectives : Pass<"loom-overlap-collectives",
     In a `loom.repeat` of two or more iterations, the collectives that read
     only the iteration's stacked slices and values from outside the loop
     (FSDP's gathers of a layer's weights) are also started one iteration
-    ahead: a `loom.prefetch` after their waits and after the iteration's
-    other collectives starts the next iteration's, so the work after it
-    hides them (the first iteration's start before the loop; the memory
-    plan gives their results two buffers). Where no work follows that
-    place, they stay within their iteration.
+    ahead: a `loom.prefetch` right after each one's wait starts the next
+    iteration's, so the rest of the iteration hides it (the first
+    iteration's start before the loop; the memory plan gives their results
+    two buffers). It comes after the iteration's started collectives (one
+    communication stream) and its collectives over a shared axis (one
+    communicator, in order), which would otherwise wait for it; it passes
+    blocking collectives over other axes, which backends run beside it.
+    Where no work follows that place, the collective stays within its
+    iteration.
 
     ```mlir
     %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<64x128xbf16> -> tensor<128x128xbf16>

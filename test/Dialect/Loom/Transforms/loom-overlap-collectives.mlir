@@ -259,33 +259,78 @@ func.func @prefetch_fsdp(%a: tensor<8x32xf32>, %ws: tensor<4x512xf32>) -> tensor
 
 // -----
 
-// The prefetch passes none of the iteration's collectives: it goes after
-// the all_reduce of the iteration's product, which the bias add then
-// hides. A gather of the carried value (made by the iteration before), a
-// loop of one iteration, and a gather whose prefetch would follow the
-// iteration's last computation (after its all_reduce) are not prefetched.
+// A prefetch goes right after its wait, so that the rest of the iteration
+// hides it: it passes a blocking collective over other axes (the
+// tensor-parallel all_reduce, on the compute stream and another
+// communicator), but follows one over a shared axis (its communicator runs
+// operations in order) and one started in the iteration (started
+// collectives share one stream). A gather of the carried value (made by
+// the iteration before), a loop of one iteration, and a gather whose
+// prefetch would follow the iteration's last computation (after an
+// all_reduce over dp) are not prefetched.
 loom.mesh @m ["dp" = 2, "tp" = 2]
 
-// CHECK-LABEL: func.func @prefetch_after_others
+// CHECK-LABEL: func.func @prefetch_passes_other_axes
 // CHECK:        %[[F:.*]] = loom.start
 // CHECK-NEXT:     loom.all_gather %{{.*}} on @m ["dp"]
 // CHECK:        %[[G:.*]] = loom.wait %[[F]]
+// CHECK-NEXT:   loom.prefetch %[[F]]
+// CHECK-NEXT:   %[[Y:.*]] = loom.matmul %{{.*}}, %[[G]]
+// CHECK-NEXT:   %[[S:.*]] = loom.all_reduce %[[Y]] on @m ["tp"]
+// CHECK-NEXT:   loom.add %[[S]]
+// CHECK-LABEL: func.func @prefetch_after_shared_axis
+// CHECK:        %[[F:.*]] = loom.start
+// CHECK:        loom.wait %[[F]]
 // CHECK-NEXT:   %[[Y:.*]] = loom.matmul
-// CHECK-NEXT:   %[[S:.*]] = loom.all_reduce %[[Y]]
+// CHECK-NEXT:   %[[S:.*]] = loom.all_reduce %[[Y]] on @m ["dp", "tp"]
 // CHECK-NEXT:   loom.prefetch %[[F]]
 // CHECK-NEXT:   loom.add %[[S]]
+// CHECK-LABEL: func.func @prefetch_after_started
+// CHECK:        %[[F:.*]] = loom.start
+// CHECK-NEXT:     loom.all_gather %{{.*}} on @m ["dp"]
+// CHECK:        loom.wait %[[F]]
+// CHECK-NEXT:   %[[Y:.*]] = loom.matmul
+// CHECK-NEXT:   %[[T:.*]] = loom.start
+// CHECK-NEXT:     loom.all_reduce %[[Y]] on @m ["tp"]
+// CHECK:        loom.prefetch %[[F]]
+// CHECK-NEXT:   %[[R:.*]] = loom.relu
+// CHECK-NEXT:   %[[S:.*]] = loom.wait %[[T]]
+// CHECK-NEXT:   loom.add %[[S]], %[[R]]
 // CHECK-LABEL: func.func @not_prefetched
 // CHECK-NOT:    loom.prefetch
 // CHECK:        loom.all_gather %{{.*}} on @m ["tp"]
 // CHECK-NOT:    loom.prefetch
 // CHECK:        return
-func.func @prefetch_after_others(%a: tensor<8x32xf32>, %ws: tensor<4x16x32xf32>, %bias: tensor<8x32xf32>) -> tensor<8x32xf32> {
+func.func @prefetch_passes_other_axes(%a: tensor<8x32xf32>, %ws: tensor<4x16x32xf32>, %bias: tensor<8x32xf32>) -> tensor<8x32xf32> {
   %out = loom.repeat 4 carried(%a : tensor<8x32xf32>) stacked(%ws : tensor<4x16x32xf32>) -> tensor<8x32xf32> {
   ^bb0(%x: tensor<8x32xf32>, %w: tensor<16x32xf32>):
     %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
     %y = loom.matmul %x, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
     %s = loom.all_reduce %y on @m ["tp"] sum : tensor<8x32xf32>
     %z = loom.add %s, %bias : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
+    loom.yield %z : tensor<8x32xf32>
+  }
+  return %out : tensor<8x32xf32>
+}
+func.func @prefetch_after_shared_axis(%a: tensor<8x32xf32>, %ws: tensor<4x16x32xf32>, %bias: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %out = loom.repeat 4 carried(%a : tensor<8x32xf32>) stacked(%ws : tensor<4x16x32xf32>) -> tensor<8x32xf32> {
+  ^bb0(%x: tensor<8x32xf32>, %w: tensor<16x32xf32>):
+    %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+    %y = loom.matmul %x, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+    %s = loom.all_reduce %y on @m ["dp", "tp"] sum : tensor<8x32xf32>
+    %z = loom.add %s, %bias : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
+    loom.yield %z : tensor<8x32xf32>
+  }
+  return %out : tensor<8x32xf32>
+}
+func.func @prefetch_after_started(%a: tensor<8x32xf32>, %ws: tensor<4x16x32xf32>) -> tensor<8x32xf32> {
+  %out = loom.repeat 4 carried(%a : tensor<8x32xf32>) stacked(%ws : tensor<4x16x32xf32>) -> tensor<8x32xf32> {
+  ^bb0(%x: tensor<8x32xf32>, %w: tensor<16x32xf32>):
+    %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+    %y = loom.matmul %x, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+    %s = loom.all_reduce %y on @m ["tp"] sum : tensor<8x32xf32>
+    %r = loom.relu %x : tensor<8x32xf32>
+    %z = loom.add %s, %r : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
     loom.yield %z : tensor<8x32xf32>
   }
   return %out : tensor<8x32xf32>
@@ -309,7 +354,7 @@ func.func @not_prefetched(%a: tensor<8x16xf32>, %ws: tensor<1x8x16xf32>, %ws4: t
   ^bb0(%x: tensor<8x16xf32>, %w: tensor<8x16xf32>):
     %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<8x16xf32> -> tensor<16x16xf32>
     %y = loom.matmul %x, %g : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
-    %s = loom.all_reduce %y on @m ["tp"] sum : tensor<8x16xf32>
+    %s = loom.all_reduce %y on @m ["dp"] sum : tensor<8x16xf32>
     loom.yield %s : tensor<8x16xf32>
   }
   return %last : tensor<8x16xf32>
