@@ -377,12 +377,20 @@ void step(loomrt_ctx *rt, char *arena) {
         // started ones: on a GPU it runs on the rank's stream beside them,
         // with staging buffers of its own (a reduction's pieces, a gather
         // of several rows).
+        // A fifth, started last, is still in flight there under NCCL (its
+        // reduction reads its packed pieces from a staging buffer).
         if (axes.size() == 1) {
           const int other[1] = {1 - axes[0]};
           std::vector<int64_t> otherGroup =
               groupOf(me, std::vector<int>(other, other + 1));
           int64_t m = int64_t(otherGroup.size());
-          const int64_t beside = 57344;
+          const int64_t beside = 57344, fifth = 61440;
+          c.put(dtype, in + fifth, 2 * n * 3, mine);
+          loomrt_start_begin(rt, 4);
+          loomrt_reduce_scatter(rt, "started reduce_scatter", ax, numAxes,
+                                dtype, LOOMRT_SUM, arena + in + fifth,
+                                arena + out + fifth, 2, 3);
+          loomrt_start_end(rt, 4);
           c.put(dtype, in + beside, count, mine);
           loomrt_all_reduce(rt, "all_reduce(sum) over the other axis", other,
                             1, dtype, LOOMRT_SUM, arena + in + beside,
@@ -404,6 +412,16 @@ void step(loomrt_ctx *rt, char *arena) {
                    dtype, out + beside, 2 * m * 3, [&](int64_t i) {
                      int64_t o = i / (m * 3), p = i / 3 % m, j = i % 3;
                      return valueOf(otherGroup[size_t(p)], o * 3 + j);
+                   });
+          loomrt_wait(rt, 4);
+          c.expect("started reduce_scatter beside them" + suffix, dtype,
+                   out + fifth, 6, [&](int64_t i) {
+                     int64_t o = i / 3, j = i % 3;
+                     double acc = 0;
+                     for (int64_t p = 0; p < n; ++p)
+                       acc += valueOf(group[size_t(p)],
+                                      (o * n + self) * 3 + j);
+                     return acc;
                    });
         }
         for (int future = 3; future >= 0; --future)
