@@ -598,9 +598,11 @@ private:
   static bool sharesAxisWithOutstanding(loomrt_ctx *rt, const int *axes,
                                         int numAxes) {
     for (int future : rt->outstanding) {
-      const std::set<int> &started = rt->startedAxes[future];
+      auto started = rt->startedAxes.find(future);
+      if (started == rt->startedAxes.end())
+        continue;
       for (int i = 0; i < numAxes; ++i)
-        if (started.count(axes[i]))
+        if (started->second.count(axes[i]))
           return true;
     }
     return false;

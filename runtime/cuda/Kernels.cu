@@ -2105,7 +2105,6 @@ void *loopbackStaging(int slot, size_t bytes) {
   if (set.bytes[slot] < bytes) {
     // This rank's stream waited for every peer's reads of the old buffer
     // (the second meeting of each collective): finishing it is enough.
-    // (cudaFree waits for the device besides.)
     if (set.buffers[slot]) {
       check(cudaStreamSynchronize(d.stream), "waiting to grow staging");
       check(cudaFree(set.buffers[slot]), "freeing staging");
