@@ -133,6 +133,26 @@ const char *dtypeName(int dtype) {
   return dtype == LOOMRT_F32 ? "f32" : dtype == LOOMRT_BF16 ? "bf16" : "i32";
 }
 
+/// What the checks' collectives give element i of, over the world ranks
+/// `group` (in group order): the sum of every rank's value i; an
+/// all_gather of [2][3] pieces into [2][n][3]; and a reduce_scatter of
+/// [2][n][3] into [2][3], the piece of group rank `self` summed.
+double summed(const std::vector<int64_t> &group, int64_t i) {
+  double acc = 0;
+  for (int64_t rank : group)
+    acc += valueOf(rank, i);
+  return acc;
+}
+double gathered(const std::vector<int64_t> &group, int64_t i) {
+  int64_t n = int64_t(group.size());
+  int64_t o = i / (n * 3), p = i / 3 % n, j = i % 3;
+  return valueOf(group[size_t(p)], o * 3 + j);
+}
+double scattered(const std::vector<int64_t> &group, int64_t self, int64_t i) {
+  int64_t n = int64_t(group.size());
+  return summed(group, (i / 3 * n + self) * 3 + i % 3);
+}
+
 void step(loomrt_ctx *rt, char *arena) {
   const int64_t in = 0, out = 1 << 16;
   int x = 0, y = 1;
@@ -215,21 +235,14 @@ void step(loomrt_ctx *rt, char *arena) {
       c.put(dtype, in, 6, mine);
       loomrt_all_gather(rt, "all_gather", axes.data(), int(axes.size()), dtype,
                         arena + in, arena + out, 2, 3);
-      c.expect("all_gather" + suffix, dtype, out, 2 * n * 3, [&](int64_t i) {
-        int64_t o = i / (n * 3), p = i / 3 % n, j = i % 3;
-        return valueOf(group[size_t(p)], o * 3 + j);
-      });
+      c.expect("all_gather" + suffix, dtype, out, 2 * n * 3,
+               [&](int64_t i) { return gathered(group, i); });
       // reduce_scatter: [2][n][3] -> [2][3], piece `self` summed.
       c.put(dtype, in, 2 * n * 3, mine);
       loomrt_reduce_scatter(rt, "reduce_scatter", axes.data(), int(axes.size()),
                             dtype, LOOMRT_SUM, arena + in, arena + out, 2, 3);
-      c.expect("reduce_scatter" + suffix, dtype, out, 6, [&](int64_t i) {
-        int64_t o = i / 3, j = i % 3;
-        double acc = 0;
-        for (int64_t p = 0; p < n; ++p)
-          acc += valueOf(group[size_t(p)], (o * n + self) * 3 + j);
-        return acc;
-      });
+      c.expect("reduce_scatter" + suffix, dtype, out, 6,
+               [&](int64_t i) { return scattered(group, self, i); });
       // loomrt_combined: members of different layouts as one collective,
       // each result what its own call gives. Member k holds values offset
       // by 100 k.
@@ -397,55 +410,29 @@ void step(loomrt_ctx *rt, char *arena) {
                             arena + out + beside, count);
           c.expect("all_reduce(sum) over the other axis while four are "
                    "started" + suffix,
-                   dtype, out + beside, count, [&](int64_t i) {
-                     double acc = 0;
-                     for (int64_t p = 0; p < m; ++p)
-                       acc += valueOf(otherGroup[size_t(p)], i);
-                     return acc;
-                   });
+                   dtype, out + beside, count,
+                   [&](int64_t i) { return summed(otherGroup, i); });
           c.put(dtype, in + beside, 6, mine);
           loomrt_all_gather(rt, "all_gather over the other axis", other, 1,
                             dtype, arena + in + beside, arena + out + beside,
                             2, 3);
           c.expect("all_gather over the other axis while four are started" +
                        suffix,
-                   dtype, out + beside, 2 * m * 3, [&](int64_t i) {
-                     int64_t o = i / (m * 3), p = i / 3 % m, j = i % 3;
-                     return valueOf(otherGroup[size_t(p)], o * 3 + j);
-                   });
+                   dtype, out + beside, 2 * m * 3,
+                   [&](int64_t i) { return gathered(otherGroup, i); });
           loomrt_wait(rt, 4);
           c.expect("started reduce_scatter beside them" + suffix, dtype,
-                   out + fifth, 6, [&](int64_t i) {
-                     int64_t o = i / 3, j = i % 3;
-                     double acc = 0;
-                     for (int64_t p = 0; p < n; ++p)
-                       acc += valueOf(group[size_t(p)],
-                                      (o * n + self) * 3 + j);
-                     return acc;
-                   });
+                   out + fifth, 6,
+                   [&](int64_t i) { return scattered(group, self, i); });
         }
         for (int future = 3; future >= 0; --future)
           loomrt_wait(rt, future);
         c.expect("started all_gather" + suffix, dtype, out + at[0], 2 * n * 3,
-                 [&](int64_t i) {
-                   int64_t o = i / (n * 3), p = i / 3 % n, j = i % 3;
-                   return valueOf(group[size_t(p)], o * 3 + j);
-                 });
+                 [&](int64_t i) { return gathered(group, i); });
         c.expect("started all_reduce(sum)" + suffix, dtype, out + at[1], count,
-                 [&](int64_t i) {
-                   double acc = 0;
-                   for (int64_t p = 0; p < n; ++p)
-                     acc += valueOf(group[size_t(p)], i);
-                   return acc;
-                 });
+                 [&](int64_t i) { return summed(group, i); });
         c.expect("started reduce_scatter" + suffix, dtype, out + at[2], 6,
-                 [&](int64_t i) {
-                   int64_t o = i / 3, j = i % 3;
-                   double acc = 0;
-                   for (int64_t p = 0; p < n; ++p)
-                     acc += valueOf(group[size_t(p)], (o * n + self) * 3 + j);
-                   return acc;
-                 });
+                 [&](int64_t i) { return scattered(group, self, i); });
         c.expect("started combined all_gather, member 0" + suffix, dtype,
                  out + at[3], n * 5, [&](int64_t i) {
                    return valueOf(group[size_t(i / 5)], i % 5);

@@ -419,8 +419,8 @@ def LoomOverlapCollectives : Pass<"loom-overlap-collectives",
     work between those places, is split first: the members read first stay,
     the others become a collective of their own just after it (a layer's MLP weights, gathered
     with its attention's, then arrive while the attention computes). A start never moves before an earlier collective (or an
-    op holding one): backends run collectives one after the other in the
-    order they are started. A collective with no work (kernels, loops) to
+    op holding one): one started, or over a shared axis, would wait behind
+    it, as backends run those in the order issued. A collective with no work (kernels, loops) to
     hide behind stays as it is. The collective reads its operands until its
     last wait, and the memory plan keeps them alive until then.
 
