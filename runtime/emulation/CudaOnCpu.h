@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <new>
@@ -346,19 +347,73 @@ inline void runNow(Dim3 grid, Dim3 block, size_t shared,
   run = outer;
 }
 
+/// When a stream's work runs. Eager (the default): at once, as it is
+/// enqueued, except NCCL's (below). Lazy: as late as CUDA allows, when the
+/// host synchronises with the stream or with an event recorded on it, or
+/// when work of another stream that waits for such an event runs.
+/// LOOM_CUDA_ON_CPU_STREAMS=lazy makes every stream lazy; lazy:N[,N...]
+/// the N-th a host thread makes (from 0: the runtime's compute stream is
+/// 0, its communication stream 1). Eager streams hide a missing wait
+/// between streams whenever the work that should come first was enqueued
+/// first. A lazy writer and an eager reader show it: the reader runs
+/// before the writer's work. Tests run the runtime's streams each way.
+struct StreamModes {
+  bool allLazy = false;
+  std::vector<int> lazy; // by the order a thread makes its streams
+};
+inline const StreamModes &streamModes() {
+  static const StreamModes modes = [] {
+    StreamModes m;
+    const char *text = std::getenv("LOOM_CUDA_ON_CPU_STREAMS");
+    if (!text || !std::strcmp(text, "eager"))
+      return m;
+    if (!std::strcmp(text, "lazy")) {
+      m.allLazy = true;
+      return m;
+    }
+    bool ok = !std::strncmp(text, "lazy:", 5) && text[5];
+    for (const char *p = text + 5; ok && *p;) {
+      char *end = nullptr;
+      long n = std::strtol(p, &end, 10);
+      ok = end != p && n >= 0 && n < 64 && (*end == ',' || !*end) &&
+           !(*end == ',' && !end[1]);
+      m.lazy.push_back(int(n));
+      p = *end ? end + 1 : end;
+    }
+    if (!ok) {
+      fprintf(stderr,
+              "cuda_on_cpu: LOOM_CUDA_ON_CPU_STREAMS must be eager, lazy or "
+              "lazy:N[,N...] (streams by the order a thread makes them, "
+              "from 0), not '%s'\n",
+              text);
+      std::exit(2);
+    }
+    return m;
+  }();
+  return modes;
+}
+inline bool anyLazyStream() {
+  return streamModes().allLazy || !streamModes().lazy.empty();
+}
+
 /// A stream: its work runs at once, or is recorded while the stream is
 /// captured (CudaRuntimeOnCpu.h), to run when the graph is launched. Work
 /// that waits for other processes (NCCL's, NcclOnCpu.h) is deferred
 /// instead: it runs when the stream's next work is enqueued or the stream
 /// is synchronised, so that the host goes on as it would with a GPU (and a
 /// watchdog can see the work unfinished), while the stream's order holds.
+/// Lazy streams (streamModes) defer all their work.
 struct Stream {
+  bool lazy = false;
   bool capturing = false;
   /// A launch failed while the stream was captured (as CUDA, the capture
   /// then ends with an error).
   bool captureInvalidated = false;
   std::vector<std::function<void()>> recorded;
-  std::vector<std::function<void()>> deferred;
+  /// Deferred work, in order: the `issued`-th item ever deferred is the
+  /// last here, and `ran` items have run (an event's place is a count).
+  std::deque<std::function<void()>> deferred;
+  uint64_t issued = 0, ran = 0;
   /// The captured stream whose capture this one joined by waiting for an
   /// event recorded there during it (a fork, as CUDA has it): its work is
   /// recorded there, in order, until that capture ends.
@@ -370,7 +425,22 @@ struct Stream {
   uint64_t forkedWork = 0, joinedBack = 0;
   /// For the capturing stream: the streams that joined its capture.
   std::vector<Stream *> forks;
+  /// For each other stream, how many of its items this stream's enqueued
+  /// work waits for (lazy waits; an eager wait runs them at once).
+  std::vector<std::pair<Stream *, uint64_t>> waited;
 };
+
+/// Whether `before`'s item at `place` comes before `after`'s next work:
+/// the same stream, or it has run, or `after` waits for it directly (a
+/// chain of waits through a third stream is not followed).
+inline bool ordered(Stream *before, uint64_t place, Stream *after) {
+  if (before == after || before->ran > place)
+    return true;
+  for (const auto &wait : after->waited)
+    if (wait.first == before && wait.second > place)
+      return true;
+  return false;
+}
 
 /// The stream whose capture records `stream`'s work: itself, or the one
 /// it joined; null when its work runs.
@@ -384,16 +454,36 @@ inline Stream *captureOf(Stream *stream) {
   return stream->joined;
 }
 
-/// Runs the stream's deferred work, in order (on the thread that owns it).
-inline void settle(Stream *stream) {
+/// Runs the stream's deferred work, in order, until `count` items have run
+/// (on the thread that owns it). An item may settle other streams (a lazy
+/// wait for an event), and those this one up to an earlier place.
+inline void settleTo(Stream *stream, uint64_t count) {
   if (!stream)
     return;
-  while (!stream->deferred.empty()) {
-    std::vector<std::function<void()>> work;
-    work.swap(stream->deferred);
-    for (std::function<void()> &item : work)
-      item();
+  while (stream->ran < count && !stream->deferred.empty()) {
+    std::function<void()> item = std::move(stream->deferred.front());
+    stream->deferred.pop_front();
+    ++stream->ran;
+    item();
   }
+}
+inline void settle(Stream *stream) { settleTo(stream, UINT64_MAX); }
+
+/// Work that may wait for other processes: after the stream's earlier work
+/// and before its later work, but not necessarily before this returns.
+/// Returns its place (settleTo(stream, place + 1) runs it).
+inline uint64_t enqueueDeferred(Stream *stream, std::function<void()> work) {
+  if (Stream *capture = captureOf(stream)) {
+    if (capture != stream)
+      ++stream->forkedWork;
+    capture->recorded.push_back(std::move(work));
+  } else if (stream) {
+    stream->deferred.push_back(std::move(work));
+    return stream->issued++;
+  } else {
+    work();
+  }
+  return 0;
 }
 
 inline void enqueue(Stream *stream, std::function<void()> work) {
@@ -403,21 +493,23 @@ inline void enqueue(Stream *stream, std::function<void()> work) {
     capture->recorded.push_back(std::move(work));
     return;
   }
+  if (stream && stream->lazy) {
+    enqueueDeferred(stream, std::move(work));
+    return;
+  }
   settle(stream);
   work();
 }
 
-/// Work that may wait for other processes: after the stream's earlier work
-/// and before its later work, but not necessarily before this returns.
-inline void enqueueDeferred(Stream *stream, std::function<void()> work) {
-  if (Stream *capture = captureOf(stream)) {
-    if (capture != stream)
-      ++stream->forkedWork;
-    capture->recorded.push_back(std::move(work));
-  } else if (stream)
-    stream->deferred.push_back(std::move(work));
-  else
-    work();
+/// The streams a host thread made (each is a device of its own): CUDA's
+/// cudaFree waits for all of a device's work.
+inline std::vector<Stream *> &streamsOfThread() {
+  static thread_local std::vector<Stream *> streams;
+  return streams;
+}
+inline void settleThread() {
+  for (Stream *stream : streamsOfThread())
+    settle(stream);
 }
 
 /// The emulated GPU's compute capability: an H100's or H200's 9.0, or

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -196,9 +197,13 @@ inline cudaError_t cudaMalloc(void **p, size_t bytes) {
 template <typename T> cudaError_t cudaMalloc(T **p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void **>(p), bytes);
 }
+/// CUDA's cudaFree waits for the device's work, which lazy streams may
+/// still hold.
 inline cudaError_t cudaFree(void *p) {
   if (!p)
     return cudaSuccess;
+  if (cuda_on_cpu::anyLazyStream())
+    cuda_on_cpu::settleThread();
   cuda_on_cpu::Allocations &a = cuda_on_cpu::allocations();
   std::lock_guard<std::mutex> lock(a.mutex);
   auto found = a.bytes.find(p);
@@ -228,9 +233,24 @@ inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
+/// With lazy streams, a copy from host memory reads it at once and a copy
+/// to host memory returns once it is done, as CUDA's from and to pageable
+/// memory do (the emulation has no pinned memory).
 inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
-                                   cudaMemcpyKind, cudaStream_t stream = {}) {
+                                   cudaMemcpyKind kind,
+                                   cudaStream_t stream = {}) {
+  bool lazy = stream && stream->lazy;
+  if (lazy && kind == cudaMemcpyHostToDevice &&
+      !cuda_on_cpu::captureOf(stream)) {
+    auto staged = std::make_shared<std::vector<char>>(
+        static_cast<const char *>(src), static_cast<const char *>(src) + bytes);
+    cuda_on_cpu::enqueue(stream,
+                         [=] { std::memmove(dst, staged->data(), bytes); });
+    return cudaSuccess;
+  }
   cuda_on_cpu::enqueue(stream, [=] { std::memmove(dst, src, bytes); });
+  if (lazy && kind == cudaMemcpyDeviceToHost && !cuda_on_cpu::captureOf(stream))
+    cuda_on_cpu::settle(stream);
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
@@ -253,11 +273,41 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
 
 //--- Streams, events, graphs ------------------------------------------------
 
+/// Lazy streams (cuda_on_cpu::streamModes) are one host thread's: another
+/// thread's work would have to run on the thread that waits for it. The
+/// loopback mode runs its ranks as threads, which wait for each other's
+/// events, so lazy streams take ranks as processes (NCCL's transport).
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
+  if (cuda_on_cpu::anyLazyStream()) {
+    static std::mutex mutex;
+    static std::thread::id owner;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (owner == std::thread::id())
+      owner = std::this_thread::get_id();
+    else if (owner != std::this_thread::get_id()) {
+      fprintf(stderr,
+              "cuda_on_cpu: LOOM_CUDA_ON_CPU_STREAMS=%s runs the streams of "
+              "one host thread, and a second thread made one (the loopback "
+              "mode's ranks are threads: run them as processes, under "
+              "mpirun with NCCL)\n",
+              std::getenv("LOOM_CUDA_ON_CPU_STREAMS"));
+      std::exit(2);
+    }
+  }
   *stream = new cuda_on_cpu::Stream;
+  std::vector<cuda_on_cpu::Stream *> &streams = cuda_on_cpu::streamsOfThread();
+  const cuda_on_cpu::StreamModes &modes = cuda_on_cpu::streamModes();
+  (*stream)->lazy =
+      modes.allLazy || std::find(modes.lazy.begin(), modes.lazy.end(),
+                                 int(streams.size())) != modes.lazy.end();
+  streams.push_back(*stream);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  cuda_on_cpu::settle(stream);
+  std::vector<cuda_on_cpu::Stream *> &streams = cuda_on_cpu::streamsOfThread();
+  streams.erase(std::remove(streams.begin(), streams.end(), stream),
+                streams.end());
   delete stream;
   return cudaSuccess;
 }
@@ -273,6 +323,10 @@ struct EmulatedEvent {
   std::chrono::steady_clock::time_point when;
   std::atomic<bool> done{true};
   cuda_on_cpu::Stream *stream = nullptr;
+  /// A deferred record: its place on `stream`, and which record it is (an
+  /// event recorded again before the last record ran is done only when
+  /// the new one runs).
+  uint64_t place = 0, records = 0;
   /// The capture that recorded it (last), if any: a stream that waits for
   /// it joins that capture.
   cuda_on_cpu::Stream *capture = nullptr;
@@ -302,10 +356,17 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
   };
   event->capture = cuda_on_cpu::captureOf(stream);
   event->fork = event->capture && event->capture != stream ? stream : nullptr;
-  if (stream && !event->capture && !stream->deferred.empty()) {
+  if (stream && !event->capture &&
+      (stream->lazy || !stream->deferred.empty())) {
+    uint64_t which = ++event->records;
     event->done = false;
     event->stream = stream;
-    cuda_on_cpu::enqueueDeferred(stream, record);
+    event->place = cuda_on_cpu::enqueueDeferred(stream, [event, which] {
+      if (event->records != which)
+        return; // recorded again since
+      event->when = std::chrono::steady_clock::now();
+      event->done = true;
+    });
     return cudaSuccess;
   }
   cuda_on_cpu::enqueue(stream, record);
@@ -315,7 +376,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!event->done)
-    cuda_on_cpu::settle(event->stream);
+    cuda_on_cpu::settleTo(event->stream, event->place + 1);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
@@ -327,9 +388,11 @@ inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
             .count();
   return cudaSuccess;
 }
-/// Streams of one process run in order already; a stream of another
-/// thread (the loopback mode's ranks) never defers work. Waiting for an
-/// event recorded during a capture joins the capture instead.
+/// Eager streams of one process run in order already, so the host waits
+/// for the event; a stream of another thread (the loopback mode's ranks)
+/// never defers work. A lazy stream's later work waits for the event's
+/// work instead: it runs, when the stream's work reaches the wait. Waiting
+/// for an event recorded during a capture joins the capture instead.
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
   if (event->capture && event->capture->capturing) {
@@ -345,6 +408,26 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
       // A join: the capturing stream waits for all the fork's work so far.
       event->fork->joinedBack = event->forkedWork;
     }
+    return cudaSuccess;
+  }
+  if (stream && stream->lazy && !cuda_on_cpu::captureOf(stream)) {
+    if (event->done || event->stream == stream)
+      return cudaSuccess;
+    cuda_on_cpu::Stream *source = event->stream;
+    uint64_t place = event->place;
+    auto known = std::find_if(
+        stream->waited.begin(), stream->waited.end(),
+        [&](const auto &wait) { return wait.first == source; });
+    if (known == stream->waited.end())
+      stream->waited.push_back({source, place + 1});
+    else
+      known->second = std::max(known->second, place + 1);
+    cuda_on_cpu::enqueueDeferred(stream, [source, place] {
+      const std::vector<cuda_on_cpu::Stream *> &live =
+          cuda_on_cpu::streamsOfThread();
+      if (std::find(live.begin(), live.end(), source) != live.end())
+        cuda_on_cpu::settleTo(source, place + 1);
+    });
     return cudaSuccess;
   }
   return cudaEventSynchronize(event);

@@ -108,7 +108,37 @@ struct Comm {
   std::vector<int> world; // world rank of each rank of the communicator
   std::atomic<int> error{ncclSuccess};
   std::string lastError;
+  /// The stream of its last operation, and that operation's place there.
+  cuda_on_cpu::Stream *lastStream = nullptr;
+  uint64_t lastPlace = 0;
 };
+
+/// NCCL runs a communicator's operations in the order each rank's GPU
+/// reaches them. Issued on two streams with nothing ordering them, they
+/// may run in one order on one rank and in the other on another, which
+/// pairs different operations (a hang or wrong data). The emulation runs
+/// them in one order on every rank, so it ends the job here instead: an
+/// operation on a stream other than the one of the communicator's last
+/// operation, which has not run and which this stream does not wait for.
+inline void checkOrder(Comm *comm, cuda_on_cpu::Stream *stream) {
+  if (!comm->lastStream || !stream || cuda_on_cpu::captureOf(stream) ||
+      cuda_on_cpu::ordered(comm->lastStream, comm->lastPlace, stream))
+    return;
+  fprintf(stderr,
+          "nccl_on_cpu: world rank %d: an operation on a communicator of %d "
+          "ranks was issued on one stream while its last operation, issued "
+          "on another, had not run and this stream did not wait for it: "
+          "NCCL may run the two in different orders on different ranks\n",
+          worldRank(), comm->size);
+  MPI_Abort(MPI_COMM_WORLD, 3);
+}
+inline void noteOperation(Comm *comm, cuda_on_cpu::Stream *stream,
+                          uint64_t place) {
+  if (cuda_on_cpu::captureOf(stream) || !stream)
+    return;
+  comm->lastStream = stream;
+  comm->lastPlace = place;
+}
 
 inline size_t typeBytes(ncclDataType_t type) {
   switch (type) {
@@ -239,7 +269,9 @@ inline void issue(std::vector<PointToPoint> operations) {
   if (operations.empty())
     return;
   cuda_on_cpu::Stream *stream = operations.front().stream;
-  cuda_on_cpu::enqueueDeferred(stream, [operations] {
+  for (const PointToPoint &op : operations)
+    checkOrder(op.comm, stream);
+  uint64_t place = cuda_on_cpu::enqueueDeferred(stream, [operations] {
     std::vector<Exchange> exchanges;
     for (const PointToPoint &op : operations) {
       auto found =
@@ -256,6 +288,8 @@ inline void issue(std::vector<PointToPoint> operations) {
       if (!exchange.wait())
         return;
   });
+  for (const PointToPoint &op : operations)
+    noteOperation(op.comm, stream, place);
 }
 
 inline ncclResult_t checkComm(Comm *comm) {
@@ -351,8 +385,11 @@ inline ncclResult_t enqueueCollective(Comm *comm, cudaStream_t stream,
                                       std::function<void()> work) {
   ncclResult_t status;
   std::function<void()> run = withFault(comm, std::move(work), status);
-  if (run)
-    cuda_on_cpu::enqueueDeferred(stream, std::move(run));
+  if (run) {
+    checkOrder(comm, stream);
+    noteOperation(comm, stream,
+                  cuda_on_cpu::enqueueDeferred(stream, std::move(run)));
+  }
   return status;
 }
 

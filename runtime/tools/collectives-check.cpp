@@ -93,6 +93,10 @@ double loadValue(int dtype, const std::vector<char> &buffer, int64_t i) {
   return reinterpret_cast<const int32_t *>(buffer.data())[i];
 }
 
+/// The arena: inputs from 0, outputs from 1 << 16, and from kHeld what
+/// Checker::putOnStream copies from.
+constexpr int64_t kHeld = 2 << 16;
+
 struct Checker {
   loomrt_ctx *rt;
   char *arena;
@@ -106,6 +110,16 @@ struct Checker {
     for (int64_t i = 0; i < count; ++i)
       storeValue(dtype, host, i, value(i));
     loomrt_upload(rt, arena + at, host.data(), int64_t(host.size()));
+  }
+
+  /// As put, but the values reach `at` by a copy on the rank's stream that
+  /// is still in flight when this returns (from `at` in the held region,
+  /// kHeld on): a collective started next must wait for it.
+  template <typename Fn>
+  void putOnStream(int dtype, int64_t at, int64_t count, Fn value) {
+    put(dtype, kHeld + at, count, value);
+    loomrt_copy(rt, arena + at, arena + kHeld + at,
+                count * int64_t(bytesOf(dtype)));
   }
 
   /// Compares `count` elements at `at` with expected(i).
@@ -343,31 +357,33 @@ void step(loomrt_ctx *rt, char *arena) {
       // outstanding at once (an all_gather, an all_reduce, a
       // reduce_scatter and a combined all_gather), one run at once among
       // them, then waited for in the other order; each result what its own
-      // call gives.
+      // call gives. Their inputs are written on the rank's stream just
+      // before, so each must wait for that (on a GPU, the started ones run
+      // on a stream of their own).
       {
         const int64_t at[4] = {24576, 32768, 40960, 49152}, second = 4096;
         const int *ax = axes.data();
         int numAxes = int(axes.size());
-        c.put(dtype, in + at[0], 6, mine);
+        c.putOnStream(dtype, in + at[0], 6, mine);
         loomrt_start_begin(rt, 0);
         loomrt_all_gather(rt, "started all_gather", ax, numAxes, dtype,
                           arena + in + at[0], arena + out + at[0], 2, 3);
         loomrt_start_end(rt, 0);
-        c.put(dtype, in + at[1], count, mine);
+        c.putOnStream(dtype, in + at[1], count, mine);
         loomrt_start_begin(rt, 1);
         loomrt_all_reduce(rt, "started all_reduce(sum)", ax, numAxes, dtype,
                           LOOMRT_SUM, arena + in + at[1], arena + out + at[1],
                           count);
         loomrt_start_end(rt, 1);
-        c.put(dtype, in + at[2], 2 * n * 3, mine);
+        c.putOnStream(dtype, in + at[2], 2 * n * 3, mine);
         loomrt_start_begin(rt, 2);
         loomrt_reduce_scatter(rt, "started reduce_scatter", ax, numAxes, dtype,
                               LOOMRT_SUM, arena + in + at[2],
                               arena + out + at[2], 2, 3);
         loomrt_start_end(rt, 2);
-        c.put(dtype, in + at[3], 5, mine);
-        c.put(dtype, in + at[3] + second, 3,
-              [&](int64_t i) { return valueOf(me, i + 100); });
+        c.putOnStream(dtype, in + at[3], 5, mine);
+        c.putOnStream(dtype, in + at[3] + second, 3,
+                      [&](int64_t i) { return valueOf(me, i + 100); });
         const loomrt_member gathers[2] = {
             {arena + in + at[3], arena + out + at[3], dtype, 1, 5},
             {arena + in + at[3] + second, arena + out + at[3] + second, dtype,
@@ -376,7 +392,7 @@ void step(loomrt_ctx *rt, char *arena) {
         loomrt_combined(rt, "started combined all_gather", LOOMRT_ALL_GATHER,
                         ax, numAxes, LOOMRT_SUM, gathers, 2);
         loomrt_start_end(rt, 3);
-        c.put(dtype, in, count, mine);
+        c.putOnStream(dtype, in, count, mine);
         loomrt_all_reduce(rt, "all_reduce(max)", ax, numAxes, dtype, LOOMRT_MAX,
                           arena + in, arena + out, count);
         c.expect("all_reduce(max) while four are started" + suffix, dtype, out,
@@ -398,13 +414,13 @@ void step(loomrt_ctx *rt, char *arena) {
               groupOf(me, std::vector<int>(other, other + 1));
           int64_t m = int64_t(otherGroup.size());
           const int64_t beside = 57344, fifth = 61440;
-          c.put(dtype, in + fifth, 2 * n * 3, mine);
+          c.putOnStream(dtype, in + fifth, 2 * n * 3, mine);
           loomrt_start_begin(rt, 4);
           loomrt_reduce_scatter(rt, "started reduce_scatter", ax, numAxes,
                                 dtype, LOOMRT_SUM, arena + in + fifth,
                                 arena + out + fifth, 2, 3);
           loomrt_start_end(rt, 4);
-          c.put(dtype, in + beside, count, mine);
+          c.putOnStream(dtype, in + beside, count, mine);
           loomrt_all_reduce(rt, "all_reduce(sum) over the other axis", other,
                             1, dtype, LOOMRT_SUM, arena + in + beside,
                             arena + out + beside, count);
@@ -412,7 +428,7 @@ void step(loomrt_ctx *rt, char *arena) {
                    "started" + suffix,
                    dtype, out + beside, count,
                    [&](int64_t i) { return summed(otherGroup, i); });
-          c.put(dtype, in + beside, 6, mine);
+          c.putOnStream(dtype, in + beside, 6, mine);
           loomrt_all_gather(rt, "all_gather over the other axis", other, 1,
                             dtype, arena + in + beside, arena + out + beside,
                             2, 3);
@@ -583,7 +599,7 @@ int main(int argc, char **argv) {
   model.num_axes = 2;
   model.axis_names = axisNames;
   model.axis_sizes = meshSizes;
-  model.arena_bytes = 1 << 17;
+  model.arena_bytes = 3 << 16;
   model.step = step;
   return loomrt_main(argc, argv, &model);
 }

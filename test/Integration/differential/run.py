@@ -34,7 +34,11 @@ with the 1-rank CPU build as above; the NCCL run must give the loopback
 run's bits. With --long, the fast kernels also run with the emulation's
 blocks and threads in reverse order (LOOM_CUDA_ON_CPU_ORDER=reverse), which
 must give their bits. With --nvcc, each CUDA program is also built for
-the GPU (loomc --target=cuda -o, which runs nvcc), not run.
+the GPU (loomc --target=cuda -o, which runs nvcc), not run. With
+--lazy-streams, the NCCL run is repeated with each rank's compute stream
+lazy, then its communication stream (LOOM_CUDA_ON_CPU_STREAMS=lazy:0,
+lazy:1, steps launched anew: a lazy stream's work runs only when
+something waits for it), which must give the NCCL run's bits.
 
 With --sanitize, the CPU programs (N-rank and 1-rank) are built with
 loomc --sanitize, and with --cuda-on-cpu the CUDA programs with
@@ -277,8 +281,9 @@ class Runner:
     def dtype_flags(self, case):
         return [] if case.bf16 else ["--dtype=f32"]
 
-    def execute(self, exe, ranks, out, directory, extra_env=None):
-        argv = [exe, "--seed", str(self.args.seed), "--out", out, "--collective-timeout", "60"]
+    def execute(self, exe, ranks, out, directory, extra_env=None, extra_args=()):
+        argv = [exe, "--seed", str(self.args.seed), "--out", out, "--collective-timeout", "60",
+                *extra_args]
         if ranks > 1:
             argv = [self.args.mpirun, "-np", str(ranks)] + argv
         try:
@@ -335,6 +340,16 @@ class Runner:
         if case.ranks > 1:
             outputs["nccl"] = self.execute("./model", case.ranks, "out-nccl.safetensors", directory,
                                            {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks)})
+            if self.args.lazy_streams:
+                # Each of a rank's two streams lazy in turn (its work runs
+                # only when waited for), steps launched anew: work that
+                # reads the other stream's results without waiting for
+                # them runs before them.
+                for stream in ("0", "1"):
+                    outputs["lazy" + stream] = self.execute(
+                        "./model", case.ranks, f"out-lazy{stream}.safetensors", directory,
+                        {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks),
+                         "LOOM_CUDA_ON_CPU_STREAMS": "lazy:" + stream}, ["--no-graph"])
         return outputs
 
     def reference(self, case):
@@ -373,6 +388,8 @@ class Runner:
                 for kernels, got in outputs.items():
                     found, ratio = compare(got, one, case.bf16)
                     what = {"nccl": "NCCL, a process per rank",
+                            "lazy0": "NCCL, the compute stream lazy",
+                            "lazy1": "NCCL, the communication stream lazy",
                             "reverse": "fast kernels in reverse order",
                             "epilogue": "GEMM epilogues"}.get(kernels, f"{kernels} kernels")
                     problems += [f"{what}: {p}" for p in found]
@@ -384,6 +401,11 @@ class Runner:
                     problems += [f"NCCL against loopback: {p}"
                                  for p in exact_differences(outputs["nccl"], outputs["fast"])]
                     loopback = "NCCL = loopback exactly; "
+                for stream, name in (("lazy0", "compute"), ("lazy1", "communication")):
+                    if stream in outputs:
+                        problems += [f"lazy {name} stream against NCCL: {p}"
+                                     for p in exact_differences(outputs[stream], outputs["nccl"])]
+                        loopback += f"lazy {name} stream = NCCL exactly; "
                 if "reverse" in outputs:
                     problems += [f"reverse order against thread order: {p}"
                                  for p in exact_differences(outputs["reverse"], outputs["fast"])]
@@ -454,6 +476,11 @@ def main():
                         help="more loomc options for the N-rank builds (CPU and CUDA), such as "
                              "'--overlap-collectives'; the 1-rank build and the interpreter "
                              "run without them")
+    parser.add_argument("--lazy-streams", action="store_true",
+                        help="with --cuda-on-cpu, also run each N-rank NCCL program with its "
+                             "compute stream lazy, then its communication stream "
+                             "(LOOM_CUDA_ON_CPU_STREAMS=lazy:0, lazy:1; steps launched anew), "
+                             "which must give the NCCL run's bits")
     parser.add_argument("--sanitize", action="store_true",
                         help="build the CPU programs with loomc --sanitize (AddressSanitizer and "
                              "UBSan: any finding fails the case)")
@@ -466,6 +493,8 @@ def main():
 
     if args.nvcc and not args.cuda_on_cpu:
         parser.error("--nvcc goes with --cuda-on-cpu")
+    if args.lazy_streams and not args.cuda_on_cpu:
+        parser.error("--lazy-streams goes with --cuda-on-cpu")
     if args.cuda_on_cpu:
         args.cuda_on_cpu = os.path.abspath(args.cuda_on_cpu)
         if args.sanitize:
