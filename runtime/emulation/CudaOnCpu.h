@@ -39,6 +39,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -454,12 +455,38 @@ inline Stream *captureOf(Stream *stream) {
   return stream->joined;
 }
 
-/// Runs the stream's deferred work, in order, until `count` items have run
-/// (on the thread that owns it). An item may settle other streams (a lazy
-/// wait for an event), and those this one up to an earlier place.
+/// With lazy streams, a stream's work runs on the host thread that waits
+/// for it, which may be another rank's in loopback mode (ranks are threads
+/// there, and wait for each other's events). One lock, held while work is
+/// enqueued or run and while events are recorded or waited for, orders
+/// all of it; without lazy streams each thread runs its own streams' work
+/// and none is taken.
+inline std::recursive_mutex &streamsMutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+struct StreamsLock {
+  std::unique_lock<std::recursive_mutex> lock;
+  StreamsLock() {
+    if (anyLazyStream())
+      lock = std::unique_lock<std::recursive_mutex>(streamsMutex());
+  }
+};
+
+/// Every stream not yet destroyed, of every thread (a lazy wait reaches
+/// the stream of the event's record only while it exists).
+inline std::vector<Stream *> &liveStreams() {
+  static std::vector<Stream *> streams;
+  return streams;
+}
+
+/// Runs the stream's deferred work, in order, until `count` items have run.
+/// An item may settle other streams (a lazy wait for an event), and those
+/// this one up to an earlier place.
 inline void settleTo(Stream *stream, uint64_t count) {
   if (!stream)
     return;
+  StreamsLock lock;
   while (stream->ran < count && !stream->deferred.empty()) {
     std::function<void()> item = std::move(stream->deferred.front());
     stream->deferred.pop_front();
@@ -473,6 +500,7 @@ inline void settle(Stream *stream) { settleTo(stream, UINT64_MAX); }
 /// and before its later work, but not necessarily before this returns.
 /// Returns its place (settleTo(stream, place + 1) runs it).
 inline uint64_t enqueueDeferred(Stream *stream, std::function<void()> work) {
+  StreamsLock lock;
   if (Stream *capture = captureOf(stream)) {
     if (capture != stream)
       ++stream->forkedWork;
@@ -487,6 +515,7 @@ inline uint64_t enqueueDeferred(Stream *stream, std::function<void()> work) {
 }
 
 inline void enqueue(Stream *stream, std::function<void()> work) {
+  StreamsLock lock;
   if (Stream *capture = captureOf(stream)) {
     if (capture != stream)
       ++stream->forkedWork;
@@ -508,6 +537,7 @@ inline std::vector<Stream *> &streamsOfThread() {
   return streams;
 }
 inline void settleThread() {
+  StreamsLock lock;
   for (Stream *stream : streamsOfThread())
     settle(stream);
 }

@@ -37,7 +37,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -273,27 +272,8 @@ inline cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
 
 //--- Streams, events, graphs ------------------------------------------------
 
-/// Lazy streams (cuda_on_cpu::streamModes) are one host thread's: another
-/// thread's work would have to run on the thread that waits for it. The
-/// loopback mode runs its ranks as threads, which wait for each other's
-/// events, so lazy streams take ranks as processes (NCCL's transport).
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
-  if (cuda_on_cpu::anyLazyStream()) {
-    static std::mutex mutex;
-    static std::thread::id owner;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (owner == std::thread::id())
-      owner = std::this_thread::get_id();
-    else if (owner != std::this_thread::get_id()) {
-      fprintf(stderr,
-              "cuda_on_cpu: LOOM_CUDA_ON_CPU_STREAMS=%s runs the streams of "
-              "one host thread, and a second thread made one (the loopback "
-              "mode's ranks are threads: run them as processes, under "
-              "mpirun with NCCL)\n",
-              std::getenv("LOOM_CUDA_ON_CPU_STREAMS"));
-      std::exit(2);
-    }
-  }
+  cuda_on_cpu::StreamsLock lock;
   *stream = new cuda_on_cpu::Stream;
   std::vector<cuda_on_cpu::Stream *> &streams = cuda_on_cpu::streamsOfThread();
   const cuda_on_cpu::StreamModes &modes = cuda_on_cpu::streamModes();
@@ -301,13 +281,16 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
       modes.allLazy || std::find(modes.lazy.begin(), modes.lazy.end(),
                                  int(streams.size())) != modes.lazy.end();
   streams.push_back(*stream);
+  cuda_on_cpu::liveStreams().push_back(*stream);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  cuda_on_cpu::StreamsLock lock;
   cuda_on_cpu::settle(stream);
-  std::vector<cuda_on_cpu::Stream *> &streams = cuda_on_cpu::streamsOfThread();
-  streams.erase(std::remove(streams.begin(), streams.end(), stream),
-                streams.end());
+  for (std::vector<cuda_on_cpu::Stream *> *streams :
+       {&cuda_on_cpu::streamsOfThread(), &cuda_on_cpu::liveStreams()})
+    streams->erase(std::remove(streams->begin(), streams->end(), stream),
+                   streams->end());
   delete stream;
   return cudaSuccess;
 }
@@ -350,6 +333,7 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t event,
                                    cudaStream_t stream = {}) {
+  cuda_on_cpu::StreamsLock lock;
   auto record = [=] {
     event->when = std::chrono::steady_clock::now();
     event->done = true;
@@ -375,6 +359,7 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  cuda_on_cpu::StreamsLock lock;
   if (!event->done)
     cuda_on_cpu::settleTo(event->stream, event->place + 1);
   return cudaSuccess;
@@ -388,13 +373,15 @@ inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
             .count();
   return cudaSuccess;
 }
-/// Eager streams of one process run in order already, so the host waits
-/// for the event; a stream of another thread (the loopback mode's ranks)
-/// never defers work. A lazy stream's later work waits for the event's
-/// work instead: it runs, when the stream's work reaches the wait. Waiting
+/// For an eager stream the host waits for the event (running the work
+/// before it, if lazy, on this thread). A lazy stream's later work waits
+/// for the event's work instead: that runs when the stream's work reaches
+/// the wait, on whichever thread runs it (the event may be another
+/// thread's, as the loopback mode's ranks wait for each other's). Waiting
 /// for an event recorded during a capture joins the capture instead.
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
+  cuda_on_cpu::StreamsLock lock;
   if (event->capture && event->capture->capturing) {
     cuda_on_cpu::Stream *capture = event->capture;
     if (stream && stream != capture && !stream->capturing) {
@@ -415,16 +402,16 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
       return cudaSuccess;
     cuda_on_cpu::Stream *source = event->stream;
     uint64_t place = event->place;
-    auto known = std::find_if(
-        stream->waited.begin(), stream->waited.end(),
-        [&](const auto &wait) { return wait.first == source; });
+    auto known =
+        std::find_if(stream->waited.begin(), stream->waited.end(),
+                     [&](const auto &wait) { return wait.first == source; });
     if (known == stream->waited.end())
       stream->waited.push_back({source, place + 1});
     else
       known->second = std::max(known->second, place + 1);
     cuda_on_cpu::enqueueDeferred(stream, [source, place] {
       const std::vector<cuda_on_cpu::Stream *> &live =
-          cuda_on_cpu::streamsOfThread();
+          cuda_on_cpu::liveStreams();
       if (std::find(live.begin(), live.end(), source) != live.end())
         cuda_on_cpu::settleTo(source, place + 1);
     });

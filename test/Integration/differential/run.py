@@ -35,10 +35,11 @@ run's bits. With --long, the fast kernels also run with the emulation's
 blocks and threads in reverse order (LOOM_CUDA_ON_CPU_ORDER=reverse), which
 must give their bits. With --nvcc, each CUDA program is also built for
 the GPU (loomc --target=cuda -o, which runs nvcc), not run. With
---lazy-streams, the NCCL run is repeated with each rank's compute stream
-lazy, then its communication stream (LOOM_CUDA_ON_CPU_STREAMS=lazy:0,
-lazy:1, steps launched anew: a lazy stream's work runs only when
-something waits for it), which must give the NCCL run's bits.
+--lazy-streams (a lazy stream's work runs only when something waits for
+it), the loopback run of the fast kernels is repeated with every stream
+lazy (LOOM_CUDA_ON_CPU_STREAMS=lazy), and the NCCL run with each rank's
+compute stream lazy, then its communication stream (lazy:0, lazy:1,
+steps launched anew); each must give the bits of the run it repeats.
 
 With --sanitize, the CPU programs (N-rank and 1-rank) are built with
 loomc --sanitize, and with --cuda-on-cpu the CUDA programs with
@@ -337,6 +338,13 @@ class Runner:
                          "out-reverse.safetensors", "--collective-timeout", "60"], RUN_TIMEOUT,
                         directory, {"LOOM_CUDA_ON_CPU_ORDER": "reverse"})
             outputs["reverse"] = load(os.path.join(directory, "out-reverse.safetensors"))
+        if self.args.lazy_streams:
+            # Every stream lazy, in loopback mode: a rank's work runs on
+            # the thread of whichever rank waits for it first.
+            run_command(["./model", "--loopback", "--seed", str(self.args.seed), "--out",
+                         "out-lazy.safetensors", "--collective-timeout", "60"], RUN_TIMEOUT,
+                        directory, {"LOOM_CUDA_ON_CPU_STREAMS": "lazy"})
+            outputs["lazy"] = load(os.path.join(directory, "out-lazy.safetensors"))
         if case.ranks > 1:
             outputs["nccl"] = self.execute("./model", case.ranks, "out-nccl.safetensors", directory,
                                            {"LOOM_CUDA_ON_CPU_GPUS": str(case.ranks)})
@@ -388,6 +396,7 @@ class Runner:
                 for kernels, got in outputs.items():
                     found, ratio = compare(got, one, case.bf16)
                     what = {"nccl": "NCCL, a process per rank",
+                            "lazy": "loopback mode, every stream lazy",
                             "lazy0": "NCCL, the compute stream lazy",
                             "lazy1": "NCCL, the communication stream lazy",
                             "reverse": "fast kernels in reverse order",
@@ -401,6 +410,10 @@ class Runner:
                     problems += [f"NCCL against loopback: {p}"
                                  for p in exact_differences(outputs["nccl"], outputs["fast"])]
                     loopback = "NCCL = loopback exactly; "
+                if "lazy" in outputs:
+                    problems += [f"lazy streams in loopback mode against eager: {p}"
+                                 for p in exact_differences(outputs["lazy"], outputs["fast"])]
+                    loopback += "lazy streams in loopback mode = eager exactly; "
                 for stream, name in (("lazy0", "compute"), ("lazy1", "communication")):
                     if stream in outputs:
                         problems += [f"lazy {name} stream against NCCL: {p}"
@@ -477,10 +490,11 @@ def main():
                              "'--overlap-collectives'; the 1-rank build and the interpreter "
                              "run without them")
     parser.add_argument("--lazy-streams", action="store_true",
-                        help="with --cuda-on-cpu, also run each N-rank NCCL program with its "
-                             "compute stream lazy, then its communication stream "
-                             "(LOOM_CUDA_ON_CPU_STREAMS=lazy:0, lazy:1; steps launched anew), "
-                             "which must give the NCCL run's bits")
+                        help="with --cuda-on-cpu, also run each program in loopback mode with "
+                             "every stream lazy (LOOM_CUDA_ON_CPU_STREAMS=lazy), which must give "
+                             "the fast kernels' bits, and each N-rank NCCL program with its "
+                             "compute stream lazy, then its communication stream (lazy:0, lazy:1; "
+                             "steps launched anew), which must give the NCCL run's bits")
     parser.add_argument("--sanitize", action="store_true",
                         help="build the CPU programs with loomc --sanitize (AddressSanitizer and "
                              "UBSan: any finding fails the case)")
