@@ -120,6 +120,44 @@ TEST_F(CudaStreamsOnCpuTest, AnEventRecordedAgainWaitsForTheLaterRecord) {
   cudaEventDestroy(event);
 }
 
+// A captured graph's replay: with any stream lazy, its pieces go back onto
+// the streams that issued them, the fork and the join kept as waits, so
+// synchronising the forked stream runs its pieces and the capturing
+// stream's pieces before the fork, and no more. Otherwise the replay is
+// one piece of the launching stream's work, in captured order.
+TEST_F(CudaStreamsOnCpuTest, AReplayedGraphKeepsItsStreamsAndWaits) {
+  cudaEvent_t fork, join;
+  cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+  cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
+  ASSERT_EQ(cudaStreamBeginCapture(first, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  set(first, 0, 0x66);
+  cudaEventRecord(fork, first);
+  cudaStreamWaitEvent(second, fork, 0);
+  copy(second, 1, 0);
+  cudaEventRecord(join, second);
+  cudaStreamWaitEvent(first, join, 0);
+  set(first, 2, 0x77);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(first, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  EXPECT_EQ(word(0), 0u); // a capture runs nothing
+  ASSERT_EQ(cudaGraphLaunch(exec, first), cudaSuccess);
+  cudaStreamSynchronize(second);
+  bool split = cuda_on_cpu::anyLazyStream();
+  EXPECT_EQ(word(0), split ? 0x66666666u : 0u);
+  EXPECT_EQ(word(1), split ? 0x66666666u : 0u);
+  EXPECT_EQ(word(2), 0u);
+  cudaStreamSynchronize(first);
+  EXPECT_EQ(word(1), 0x66666666u);
+  EXPECT_EQ(word(2), 0x77777777u);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(fork);
+  cudaEventDestroy(join);
+}
+
 // A copy from host memory reads it when called; one to host memory has
 // ended when it returns (CUDA's copies from and to pageable memory).
 TEST_F(CudaStreamsOnCpuTest, HostCopiesBehaveAsPageableOnes) {

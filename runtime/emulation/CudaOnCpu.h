@@ -404,13 +404,24 @@ inline bool anyLazyStream() {
 /// is synchronised, so that the host goes on as it would with a GPU (and a
 /// watchdog can see the work unfinished), while the stream's order holds.
 /// Lazy streams (streamModes) defer all their work.
+struct Stream;
+
+/// A piece of a captured graph: work and the stream that issued it, or
+/// (without work) that stream's wait for the piece `waitsFor` (an event's
+/// record), which a graph replayed onto lazy streams keeps as a wait.
+struct Captured {
+  Stream *origin = nullptr;
+  std::function<void()> work;
+  long waitsFor = -1;
+};
+
 struct Stream {
   bool lazy = false;
   bool capturing = false;
   /// A launch failed while the stream was captured (as CUDA, the capture
   /// then ends with an error).
   bool captureInvalidated = false;
-  std::vector<std::function<void()>> recorded;
+  std::vector<Captured> recorded;
   /// Deferred work, in order: the `issued`-th item ever deferred is the
   /// last here, and `ran` items have run (an event's place is a count).
   std::deque<std::function<void()>> deferred;
@@ -504,7 +515,7 @@ inline uint64_t enqueueDeferred(Stream *stream, std::function<void()> work) {
   if (Stream *capture = captureOf(stream)) {
     if (capture != stream)
       ++stream->forkedWork;
-    capture->recorded.push_back(std::move(work));
+    capture->recorded.push_back({stream, std::move(work)});
   } else if (stream) {
     stream->deferred.push_back(std::move(work));
     return stream->issued++;
@@ -519,7 +530,7 @@ inline void enqueue(Stream *stream, std::function<void()> work) {
   if (Stream *capture = captureOf(stream)) {
     if (capture != stream)
       ++stream->forkedWork;
-    capture->recorded.push_back(std::move(work));
+    capture->recorded.push_back({stream, std::move(work)});
     return;
   }
   if (stream && stream->lazy) {

@@ -310,6 +310,8 @@ struct EmulatedEvent {
   /// event recorded again before the last record ran is done only when
   /// the new one runs).
   uint64_t place = 0, records = 0;
+  /// Recorded during a capture: its record's piece there.
+  long capturedAt = -1;
   /// The capture that recorded it (last), if any: a stream that waits for
   /// it joins that capture.
   cuda_on_cpu::Stream *capture = nullptr;
@@ -353,6 +355,8 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
     });
     return cudaSuccess;
   }
+  if (event->capture)
+    event->capturedAt = long(event->capture->recorded.size());
   cuda_on_cpu::enqueue(stream, record);
   if (event->fork)
     event->forkedWork = stream->forkedWork;
@@ -395,6 +399,9 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
       // A join: the capturing stream waits for all the fork's work so far.
       event->fork->joinedBack = event->forkedWork;
     }
+    // Kept for a replay onto lazy streams (cudaGraphLaunch).
+    if (stream && (stream == capture || !stream->capturing))
+      capture->recorded.push_back({stream, {}, event->capturedAt});
     return cudaSuccess;
   }
   if (stream && stream->lazy && !cuda_on_cpu::captureOf(stream)) {
@@ -429,8 +436,12 @@ enum cudaStreamCaptureMode {
   cudaStreamCaptureModeThreadLocal,
   cudaStreamCaptureModeRelaxed
 };
+/// A captured graph: its pieces in the order they were issued, and the
+/// stream that captured them (whose pieces run on the stream it is
+/// launched on).
 struct EmulatedGraph {
-  std::vector<std::function<void()>> work;
+  std::vector<cuda_on_cpu::Captured> work;
+  cuda_on_cpu::Stream *captured = nullptr;
 };
 using cudaGraph_t = EmulatedGraph *;
 using cudaGraphExec_t = EmulatedGraph *;
@@ -466,7 +477,7 @@ inline cudaError_t cudaStreamEndCapture(cudaStream_t stream,
     *graph = nullptr;
     return cudaErrorStreamCaptureInvalidated;
   }
-  *graph = new EmulatedGraph{std::move(stream->recorded)};
+  *graph = new EmulatedGraph{std::move(stream->recorded), stream};
   stream->recorded.clear();
   return cudaSuccess;
 }
@@ -484,12 +495,41 @@ inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
 }
 /// The graph runs after the host has moved on, as on a GPU: a graph holding
 /// NCCL's work may wait for other processes, and the host must be free to
-/// watch it (runtime/cuda/Nccl.cpp's watchdog).
+/// watch it (runtime/cuda/Nccl.cpp's watchdog). With lazy streams its
+/// pieces go back onto the streams that issued them (the capturing one's
+/// onto `stream`), each stream's waits for another's pieces kept as lazy
+/// waits, so that a replay runs as late as a launch anew would; otherwise
+/// it runs as one piece of work, in the order it was captured.
 inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  cuda_on_cpu::enqueueDeferred(stream, [exec] {
-    for (const std::function<void()> &work : exec->work)
-      work();
-  });
+  if (!cuda_on_cpu::anyLazyStream() || !stream) {
+    cuda_on_cpu::enqueueDeferred(stream, [exec] {
+      for (const cuda_on_cpu::Captured &piece : exec->work)
+        if (piece.work)
+          piece.work();
+    });
+    return cudaSuccess;
+  }
+  cuda_on_cpu::StreamsLock lock;
+  // Where each piece went: its stream and its place there.
+  std::vector<std::pair<cuda_on_cpu::Stream *, uint64_t>> placed(
+      exec->work.size(), {nullptr, 0});
+  for (size_t i = 0; i < exec->work.size(); ++i) {
+    const cuda_on_cpu::Captured &piece = exec->work[i];
+    cuda_on_cpu::Stream *target =
+        piece.origin == exec->captured ? stream : piece.origin;
+    if (piece.work) {
+      placed[i] = {target, cuda_on_cpu::enqueueDeferred(target, piece.work)};
+      continue;
+    }
+    if (piece.waitsFor < 0 || size_t(piece.waitsFor) >= i)
+      continue;
+    auto [source, place] = placed[size_t(piece.waitsFor)];
+    if (!source || source == target)
+      continue;
+    cuda_on_cpu::enqueueDeferred(target, [source = source, place = place] {
+      cuda_on_cpu::settleTo(source, place + 1);
+    });
+  }
   return cudaSuccess;
 }
 inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
