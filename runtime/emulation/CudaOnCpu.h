@@ -485,11 +485,36 @@ struct StreamsLock {
 };
 
 /// Every stream not yet destroyed, of every thread (a lazy wait reaches
-/// the stream of the event's record only while it exists).
-inline std::vector<Stream *> &liveStreams() {
-  static std::vector<Stream *> streams;
-  return streams;
-}
+/// the stream of the event's record only while it exists). Its own lock:
+/// the loopback mode's ranks make and destroy streams at once, and with
+/// eager streams StreamsLock takes none.
+class LiveStreams {
+public:
+  static void add(Stream *stream) {
+    std::lock_guard<std::mutex> lock(mutex());
+    streams().push_back(stream);
+  }
+  static void remove(Stream *stream) {
+    std::lock_guard<std::mutex> lock(mutex());
+    streams().erase(std::remove(streams().begin(), streams().end(), stream),
+                    streams().end());
+  }
+  static bool has(Stream *stream) {
+    std::lock_guard<std::mutex> lock(mutex());
+    return std::find(streams().begin(), streams().end(), stream) !=
+           streams().end();
+  }
+
+private:
+  static std::mutex &mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<Stream *> &streams() {
+    static std::vector<Stream *> all;
+    return all;
+  }
+};
 
 /// Runs the stream's deferred work, in order, until `count` items have run.
 /// An item may settle other streams (a lazy wait for an event), and those

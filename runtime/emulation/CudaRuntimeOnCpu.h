@@ -281,16 +281,16 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
       modes.allLazy || std::find(modes.lazy.begin(), modes.lazy.end(),
                                  int(streams.size())) != modes.lazy.end();
   streams.push_back(*stream);
-  cuda_on_cpu::liveStreams().push_back(*stream);
+  cuda_on_cpu::LiveStreams::add(*stream);
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   cuda_on_cpu::StreamsLock lock;
   cuda_on_cpu::settle(stream);
-  for (std::vector<cuda_on_cpu::Stream *> *streams :
-       {&cuda_on_cpu::streamsOfThread(), &cuda_on_cpu::liveStreams()})
-    streams->erase(std::remove(streams->begin(), streams->end(), stream),
-                   streams->end());
+  std::vector<cuda_on_cpu::Stream *> &streams = cuda_on_cpu::streamsOfThread();
+  streams.erase(std::remove(streams.begin(), streams.end(), stream),
+                streams.end());
+  cuda_on_cpu::LiveStreams::remove(stream);
   delete stream;
   return cudaSuccess;
 }
@@ -417,9 +417,7 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
     else
       known->second = std::max(known->second, place + 1);
     cuda_on_cpu::enqueueDeferred(stream, [source, place] {
-      const std::vector<cuda_on_cpu::Stream *> &live =
-          cuda_on_cpu::liveStreams();
-      if (std::find(live.begin(), live.end(), source) != live.end())
+      if (cuda_on_cpu::LiveStreams::has(source))
         cuda_on_cpu::settleTo(source, place + 1);
     });
     return cudaSuccess;
