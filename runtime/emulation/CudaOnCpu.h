@@ -550,15 +550,11 @@ inline uint64_t enqueueDeferred(Stream *stream, std::function<void()> work) {
   return 0;
 }
 
+/// Work that runs at once on an eager stream (after its deferred work), and
+/// is deferred on a lazy one or recorded by a capture.
 inline void enqueue(Stream *stream, std::function<void()> work) {
   StreamsLock lock;
-  if (Stream *capture = captureOf(stream)) {
-    if (capture != stream)
-      ++stream->forkedWork;
-    capture->recorded.push_back({stream, std::move(work)});
-    return;
-  }
-  if (stream && stream->lazy) {
+  if (captureOf(stream) || (stream && stream->lazy)) {
     enqueueDeferred(stream, std::move(work));
     return;
   }
