@@ -105,14 +105,17 @@ struct Device {
   /// Growing scratch buffers, reused by every call (one stream orders them).
   void *scratch[9] = {nullptr};
   size_t scratchBytes[9] = {0};
-  /// The collectives' staging buffers, one set per stream: a collective
-  /// on the rank's stream runs beside started ones on the communication
-  /// stream (over other axes), so they must not share one. Loopback marks.
+  /// The collectives' staging buffers and loopback marks, one set per
+  /// stream: a collective on the rank's stream runs beside started ones on
+  /// the communication stream (over other axes), so they must not share a
+  /// buffer; and a mark recorded again on one stream must not stand for a
+  /// record on the other, which a peer of the first collective may not
+  /// have waited for yet (it would wait for the wrong stream).
   struct Staging {
     std::vector<void *> buffers;
     std::vector<size_t> bytes;
+    std::vector<cudaEvent_t> marks;
   } staging, communicationStaging;
-  std::vector<cudaEvent_t> marks;
   /// Started collectives: the stream they run on, the rank's own stream
   /// while `stream` is that one, the event that forks it from the rank's
   /// work, and each future's end.
@@ -2093,11 +2096,15 @@ __global__ void loopbackReduceKernel(int dtype, int reduction, Inputs inputs,
   }
 }
 
+/// The staging and marks of the stream the rank issues on now.
+Device::Staging &stagingOfStream(Device &d) {
+  return d.communication && d.stream == d.communication ? d.communicationStaging
+                                                        : d.staging;
+}
+
 void *loopbackStaging(int slot, size_t bytes) {
   Device &d = device();
-  Device::Staging &set = d.communication && d.stream == d.communication
-                             ? d.communicationStaging
-                             : d.staging;
+  Device::Staging &set = stagingOfStream(d);
   if (set.buffers.size() <= size_t(slot)) {
     set.buffers.resize(size_t(slot) + 1, nullptr);
     set.bytes.resize(size_t(slot) + 1, 0);
@@ -2118,13 +2125,14 @@ void *loopbackStaging(int slot, size_t bytes) {
 
 void *loopbackMark(int which) {
   Device &d = device();
-  if (d.marks.size() <= size_t(which))
-    d.marks.resize(size_t(which) + 1, nullptr);
-  if (!d.marks[which])
-    check(cudaEventCreateWithFlags(&d.marks[which], cudaEventDisableTiming),
+  std::vector<cudaEvent_t> &marks = stagingOfStream(d).marks;
+  if (marks.size() <= size_t(which))
+    marks.resize(size_t(which) + 1, nullptr);
+  if (!marks[which])
+    check(cudaEventCreateWithFlags(&marks[which], cudaEventDisableTiming),
           "creating an event");
-  check(cudaEventRecord(d.marks[which], d.stream), "recording an event");
-  return d.marks[which];
+  check(cudaEventRecord(marks[which], d.stream), "recording an event");
+  return marks[which];
 }
 
 void loopbackReduce(int dtype, int reduction, const void *const *inputs, int n,
