@@ -7,8 +7,10 @@
 // backend (runtime/cuda/Kernels.cu) and generated programs call, on host
 // memory, so that runtime/tools/cuda-on-cpu.py's host translation of them
 // runs without a GPU (kernels: CudaOnCpu.h). Device memory is host memory;
-// streams run their work at once, except while captured, when they record
-// it for the graph to run at each launch; events hold a time. GEMMs follow
+// streams run their work at once (eager) or only when something waits for
+// it (lazy: LOOM_CUDA_ON_CPU_STREAMS, CudaOnCpu.h's streamModes), and while
+// captured record it for the graph to run at each launch; events hold a
+// time and the place of their record on its stream. GEMMs follow
 // cuBLAS's column-major definition (operands widened exactly to f32, f32
 // accumulation, the result rounded once), including cuBLASLt's matrix
 // layouts with batch counts and strides. What has no effect here

@@ -20,6 +20,9 @@
 // - sums of bf16 and f16 are rounded to the element type after every
 //   addition, as NCCL's rings and trees do (the transport widens groups of
 //   more than two ranks to f32 because of that);
+// - a communicator's operation issued on one stream while its last one,
+//   issued on another, has not run and is not waited for ends the job
+//   (checkOrder): real NCCL could pair them differently on each rank;
 // - ncclCommAbort ends operations in flight, and a non-blocking
 //   communicator reports an error through ncclCommGetAsyncError;
 // - faults on request (LOOM_NCCL_ON_CPU_FAULT), to test the transport's
