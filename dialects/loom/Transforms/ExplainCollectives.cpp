@@ -156,6 +156,12 @@ static std::string formatNumber(double value) {
   return formatShortestDouble(value);
 }
 
+static std::string computationsBetween(const CollectiveInfo &info) {
+  int64_t count = info.computationsBetween;
+  return std::to_string(count) +
+         (count == 1 ? " computation between" : " computations between");
+}
+
 static std::string formatAxes(ArrayRef<StringRef> axes) {
   std::string text = "[";
   for (auto [index, axis] : llvm::enumerate(axes))
@@ -176,8 +182,7 @@ std::string loom::describeCollective(const CollectiveInfo &info) {
     text += "; conflicting annotations at " + info.conflict;
   if (!info.startedAfter.empty())
     text += "; started after " + info.startedAfter + ", waited for before " +
-            info.waitedBefore + ", " +
-            std::to_string(info.computationsBetween) + " computations between";
+            info.waitedBefore + ", " + computationsBetween(info);
   if (auto combined = dyn_cast<CombinedOp>(info.op->getParentOp())) {
     size_t others = combined.getMembers().size() - 1;
     text += others == 1 ? "; run as one with the other member of its "
@@ -236,7 +241,7 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
     if (!info.startedAfter.empty())
       os << "     started after " << info.startedAfter
          << "\n     waited for before " << info.waitedBefore << " ("
-         << info.computationsBetween << " computations between)\n";
+         << computationsBetween(info) << ")\n";
     if (isa<CombinedOp>(info.op->getParentOp())) {
       SmallVector<std::string> others;
       for (size_t number : combined[info.op->getParentOp()])

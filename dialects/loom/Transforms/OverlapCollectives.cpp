@@ -32,10 +32,7 @@ bool isStartable(Operation *op) {
 }
 
 /// Whether `op` issues communication: a collective, or an op holding one
-/// (a loop of layers). `startEarly` never moves a start past one: a started
-/// collective, or one over a shared axis, would wait behind it. One over
-/// other axes could run beside it; only prefetches, placed by their own
-/// rule, pass those so far.
+/// (a loop of layers).
 bool issuesCollectives(Operation *op) {
   return op
       ->walk([](Operation *nested) {
@@ -106,26 +103,27 @@ struct OverlapCollectivesPass
     }
   }
 
-  /// Whether a prefetch of `prefetched` must come after `other`, a
-  /// communicating op of the same iteration that is not prefetched.
+  /// Whether a start or prefetch of `started` must come after `other`, an
+  /// earlier communicating op of the same block that is not prefetched.
   /// Started collectives share one communication stream, where one issued
-  /// later waits behind the prefetch, and a communicator runs its
-  /// operations in the order they are issued, so a collective over an axis
-  /// of the prefetch would wait for it too: the prefetch passes neither.
-  /// It passes the blocking collectives over other axes, which run on the
-  /// compute stream over other communicators, beside it (a layer's
-  /// tensor-parallel ones beside the next layer's FSDP gathers).
-  static bool mustFollow(Operation *other, Operation *prefetched) {
-    llvm::SmallSetVector<StringRef, 4> axes = axesOf(prefetched);
+  /// later waits behind the start, and a communicator runs its operations
+  /// in the order they are issued, so a collective over an axis of the
+  /// start would wait for it too: the start passes neither. It passes the
+  /// blocking collectives over other axes, which run on the compute stream
+  /// over other communicators, beside it (a layer's tensor-parallel ones
+  /// beside the next layer's FSDP gathers).
+  static bool mustFollow(Operation *other, Operation *started) {
+    llvm::SmallSetVector<StringRef, 4> axes = axesOf(started);
     return other
         ->walk([&](Operation *nested) {
           if (isa<StartOp>(nested))
             return WalkResult::interrupt();
+          // An all_slice keeps a piece of what the rank holds: it sends
+          // nothing and uses no communicator.
           auto collective = dyn_cast<CollectiveOpInterface>(nested);
-          if (collective && llvm::any_of(collective.getGroupAxes(),
-                                         [&](StringRef axis) {
-                                           return axes.contains(axis);
-                                         }))
+          if (collective && !isa<AllSliceOp>(nested) &&
+              llvm::any_of(collective.getGroupAxes(),
+                           [&](StringRef axis) { return axes.contains(axis); }))
             return WalkResult::interrupt();
           return WalkResult::advance();
         })
@@ -249,9 +247,10 @@ struct OverlapCollectivesPass
   }
 
   /// Starts `op` just after the last op of the block that makes one of its
-  /// operands, but never before an earlier collective (one moved ahead
-  /// would delay it), and waits for its results just before the first op
-  /// that reads one; leaves it alone when no work would run in between.
+  /// operands, but never before an earlier collective that would then wait
+  /// behind it (`mustFollow`), and waits for its results just before the
+  /// first op that reads one; leaves it alone when no work would run in
+  /// between.
   void startEarly(Block &block, Operation *op) {
     // The op of the block after which the start goes (null: the start of
     // the block).
@@ -269,7 +268,7 @@ struct OverlapCollectivesPass
     });
     for (Operation *earlier = op->getPrevNode(); earlier;
          earlier = earlier->getPrevNode())
-      if (issuesCollectives(earlier)) {
+      if (mustFollow(earlier, op)) {
         later(earlier);
         break;
       }

@@ -417,12 +417,16 @@ def LoomOverlapCollectives : Pass<"loom-overlap-collectives",
     so that the kernels in between run while it communicates. A
     `loom.combined` whose members are first read at different places, with
     work between those places, is split first: the members read first stay,
-    the others become a collective of their own just after it (a layer's MLP weights, gathered
-    with its attention's, then arrive while the attention computes). A start never moves before an earlier collective (or an
-    op holding one): one started, or over a shared axis, would wait behind
-    it, as backends run those in the order issued. A collective with no work (kernels, loops) to
-    hide behind stays as it is. The collective reads its operands until its
-    last wait, and the memory plan keeps them alive until then.
+    the others become a collective of their own just after it (a layer's
+    MLP weights, gathered with its attention's, then arrive while the
+    attention computes). A start never moves before an earlier start, nor
+    before a collective over an axis it shares (or an op holding one of
+    those): it would wait behind the start, as backends run those in the
+    order issued. It passes blocking collectives over other axes, which
+    run beside it, and all_slices, which send nothing. A collective with
+    no work (kernels, loops) to hide behind stays as it is. The collective
+    reads its operands until its last wait, and the memory plan keeps them
+    alive until then.
 
     In a `loom.repeat` of two or more iterations, the collectives that read
     only the iteration's stacked slices and values from outside the loop

@@ -45,9 +45,10 @@ func.func @after_operand(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>, %z: tensor
 
 // -----
 
-// Collectives keep their order: the gather starts after the all_reduce,
-// though its operand exists from the top. The all_reduce, read at once,
-// with nothing to hide behind, stays as it is.
+// Collectives over a shared axis keep their order: the gather over tp
+// starts after the all_reduce over tp, though its operand exists from the
+// top (on one communicator, the all_reduce would wait behind it). The
+// all_reduce, read at once, with nothing to hide behind, stays as it is.
 loom.mesh @m ["dp" = 2, "tp" = 2]
 
 // CHECK-LABEL: func.func @in_order
@@ -64,9 +65,45 @@ func.func @in_order(%a: tensor<8x32xf32>, %w: tensor<16x32xf32>) -> tensor<8x32x
   %r = loom.all_reduce %e on @m ["tp"] sum : tensor<8x32xf32>
   %s = loom.add %r, %e : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
   %t = loom.relu %s : tensor<8x32xf32>
-  %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+  %g = loom.all_gather %w on @m ["tp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
   %y = loom.matmul %t, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
   return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// A blocking collective over other axes is passed: it runs beside the
+// started one (on the compute stream, over another communicator), so the
+// gather over dp starts at the top and the exp hides it too. The gather
+// over tp and dp shares an axis with each, so it starts after the
+// all_reduce over tp, and it is issued after the first start.
+loom.mesh @m ["dp" = 2, "tp" = 2]
+
+// CHECK-LABEL: func.func @passes_other_axes
+// CHECK-NEXT: %[[F:.*]] = loom.start
+// CHECK-NEXT:   loom.all_gather %arg1 on @m ["dp"]
+// CHECK:      loom.exp
+// CHECK-NEXT: %[[R:.*]] = loom.all_reduce {{.*}} ["tp"]
+// CHECK-NEXT: %[[F2:.*]] = loom.start
+// CHECK-NEXT:   loom.all_gather %arg2 on @m ["tp", "dp"]
+// CHECK:      loom.add %[[R]]
+// CHECK-NEXT: loom.relu
+// CHECK-NEXT: %[[V:.*]] = loom.wait %[[F]]
+// CHECK-NEXT: loom.matmul {{.*}}, %[[V]]
+// CHECK-NEXT: loom.exp
+// CHECK-NEXT: %[[V2:.*]] = loom.wait %[[F2]]
+// CHECK-NEXT: loom.matmul {{.*}}, %[[V2]]
+func.func @passes_other_axes(%a: tensor<8x32xf32>, %w: tensor<16x32xf32>, %w2: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %e = loom.exp %a : tensor<8x32xf32>
+  %r = loom.all_reduce %e on @m ["tp"] sum : tensor<8x32xf32>
+  %s = loom.add %r, %e : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
+  %t = loom.relu %s : tensor<8x32xf32>
+  %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+  %y = loom.matmul %t, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+  %u = loom.exp %y : tensor<8x32xf32>
+  %h = loom.all_gather %w2 on @m ["tp", "dp"] dim 0 : tensor<8x32xf32> -> tensor<32x32xf32>
+  %z = loom.matmul %u, %h : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+  return %z : tensor<8x32xf32>
 }
 
 // -----
@@ -171,9 +208,9 @@ func.func @loops(%u: tensor<16x32xf32>, %a: tensor<8x32xf32>, %ws: tensor<2x16x3
 
 // -----
 
-// A collective issued by a loop is not passed: the gather after the loop
-// starts after it. Views and constants hide nothing; a result nothing
-// reads is not waited for.
+// A loop whose collectives share an axis is not passed: the gather after
+// the loop starts after it. Views and constants hide nothing; a result
+// nothing reads is not waited for.
 loom.mesh @m ["dp" = 2, "tp" = 2]
 
 // CHECK-LABEL: func.func @not_passed
@@ -186,11 +223,41 @@ loom.mesh @m ["dp" = 2, "tp" = 2]
 // CHECK: loom.exp
 // CHECK-NEXT: loom.wait %[[F]]
 // CHECK-NOT: loom.start
-// CHECK: loom.all_gather %arg0 on @m ["tp"]
+// CHECK: loom.all_reduce %arg0 on @m ["dp"]
 // CHECK-NEXT: loom.all_gather %arg0 on @m ["dp"] dim 1
 // CHECK-NEXT: loom.reshape
 // CHECK-NEXT: loom.matmul
 func.func @not_passed(%u: tensor<16x32xf32>, %a: tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %out = loom.repeat 2 carried(%a : tensor<8x32xf32>) -> tensor<8x32xf32> {
+  ^bb0(%x: tensor<8x32xf32>):
+    %r = loom.all_reduce %x on @m ["dp"] sum : tensor<8x32xf32>
+    loom.yield %r : tensor<8x32xf32>
+  }
+  %e = loom.exp %out : tensor<8x32xf32>
+  %g = loom.all_gather %u on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+  %y = loom.matmul %e, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+  %unread = loom.all_reduce %u on @m ["dp"] sum : tensor<16x32xf32>
+  %h = loom.all_gather %u on @m ["dp"] dim 1 : tensor<16x32xf32> -> tensor<16x64xf32>
+  %v = loom.reshape %h : tensor<16x64xf32> -> tensor<32x32xf32>
+  %z = loom.matmul %y, %v : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
+  return %y, %z : tensor<8x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
+// A loop whose collectives are all over other axes is passed like one of
+// them: the gather over dp starts before it, and the loop hides it.
+loom.mesh @m ["dp" = 2, "tp" = 2]
+
+// CHECK-LABEL: func.func @passes_loop
+// CHECK-NEXT: %[[F:.*]] = loom.start
+// CHECK-NEXT:   loom.all_gather %arg0 on @m ["dp"]
+// CHECK:      loom.repeat
+// CHECK:        loom.all_reduce {{.*}} ["tp"]
+// CHECK:      loom.exp
+// CHECK-NEXT: %[[V:.*]] = loom.wait %[[F]]
+// CHECK-NEXT: loom.matmul {{.*}}, %[[V]]
+func.func @passes_loop(%u: tensor<16x32xf32>, %a: tensor<8x32xf32>) -> tensor<8x32xf32> {
   %out = loom.repeat 2 carried(%a : tensor<8x32xf32>) -> tensor<8x32xf32> {
   ^bb0(%x: tensor<8x32xf32>):
     %r = loom.all_reduce %x on @m ["tp"] sum : tensor<8x32xf32>
@@ -199,11 +266,27 @@ func.func @not_passed(%u: tensor<16x32xf32>, %a: tensor<8x32xf32>) -> (tensor<8x
   %e = loom.exp %out : tensor<8x32xf32>
   %g = loom.all_gather %u on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
   %y = loom.matmul %e, %g : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
-  %unread = loom.all_gather %u on @m ["tp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
-  %h = loom.all_gather %u on @m ["dp"] dim 1 : tensor<16x32xf32> -> tensor<16x64xf32>
-  %v = loom.reshape %h : tensor<16x64xf32> -> tensor<32x32xf32>
-  %z = loom.matmul %y, %v : tensor<8x32xf32>, tensor<32x32xf32> -> tensor<8x32xf32>
-  return %y, %z : tensor<8x32xf32>, tensor<8x32xf32>
+  return %y : tensor<8x32xf32>
+}
+
+// -----
+
+// An all_slice sends nothing: a gather over its axes passes it.
+loom.mesh @m ["dp" = 2, "tp" = 2]
+
+// CHECK-LABEL: func.func @passes_all_slice
+// CHECK-NEXT: %[[F:.*]] = loom.start
+// CHECK-NEXT:   loom.all_gather %arg1 on @m ["dp"]
+// CHECK:      loom.all_slice %arg0 on @m ["dp"]
+// CHECK-NEXT: loom.exp
+// CHECK-NEXT: %[[V:.*]] = loom.wait %[[F]]
+// CHECK-NEXT: loom.matmul {{.*}}, %[[V]]
+func.func @passes_all_slice(%a: tensor<8x32xf32>, %w: tensor<16x32xf32>) -> tensor<4x32xf32> {
+  %s = loom.all_slice %a on @m ["dp"] dim 0 : tensor<8x32xf32> -> tensor<4x32xf32>
+  %e = loom.exp %s : tensor<4x32xf32>
+  %g = loom.all_gather %w on @m ["dp"] dim 0 : tensor<16x32xf32> -> tensor<32x32xf32>
+  %y = loom.matmul %e, %g : tensor<4x32xf32>, tensor<32x32xf32> -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
 }
 
 // -----
