@@ -29,7 +29,8 @@ tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["loomc", "loom-opt", "loomrt-safetensors", "loomrt-collectives-check",
      "loomrt-collectives-check-cuda", "loomrt-collectives-check-cuda-on-cpu",
-     "loomrt-collectives-check-cuda-on-cpu-nccl"], tool_dirs)
+     "loomrt-collectives-check-cuda-on-cpu-nccl", "loomrt-nccl-order-check-on-cpu"],
+    tool_dirs)
 
 # Python with the pinned test packages (numpy, safetensors), from scripts/setup.
 venv_python = os.path.join(config.loom_src_root, ".venv", "bin", "python")
