@@ -208,7 +208,9 @@ static llvm::cl::opt<int64_t> combineBytes(
 static llvm::cl::opt<bool> overlapCollectives(
     "overlap-collectives",
     llvm::cl::desc("Start each all_gather, all_reduce, reduce_scatter or "
-                   "loom.combined as soon as its operands exist and wait "
+                   "loom.combined as soon as its operands exist (but after "
+                   "the collectives started before it and those over an "
+                   "axis it shares) and wait "
                    "for it where its result is first read, so that the "
                    "kernels in between run while it communicates; in a "
                    "repeat, gathers of the layer's weights are started "
