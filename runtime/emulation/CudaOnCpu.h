@@ -31,6 +31,7 @@
 #include "loomrt.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +39,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -422,8 +424,9 @@ struct Stream {
   /// then ends with an error).
   bool captureInvalidated = false;
   std::vector<Captured> recorded;
-  /// Deferred work, in order: the `issued`-th item ever deferred is the
-  /// last here, and `ran` items have run (an event's place is a count).
+  /// Deferred work, in order: `issued` items were ever enqueued (deferred,
+  /// or run at once on an eager stream), `ran` of them have run, and the
+  /// rest are here (an item's place is its number, an event's too).
   std::deque<std::function<void()>> deferred;
   uint64_t issued = 0, ran = 0;
   /// The captured stream whose capture this one joined by waiting for an
@@ -437,21 +440,80 @@ struct Stream {
   uint64_t forkedWork = 0, joinedBack = 0;
   /// For the capturing stream: the streams that joined its capture.
   std::vector<Stream *> forks;
-  /// For each other stream, how many of its items this stream's enqueued
-  /// work waits for (lazy waits; an eager wait runs them at once).
-  std::vector<std::pair<Stream *, uint64_t>> waited;
+  /// What CUDA promises about this stream's order with others, whatever
+  /// the emulation happens to have run (the emulated NCCL's order check):
+  /// for each other stream, this stream's waits for it, in order, each
+  /// as its place here (it comes before this stream's item `at`) and how
+  /// many of the other's items this stream has waited for by then.
+  struct Wait {
+    uint64_t at, upTo;
+  };
+  std::vector<std::pair<Stream *, std::vector<Wait>>> waits;
+  /// How many of its items the host has waited for (a synchronisation
+  /// with the stream or with an event on it; from any host thread).
+  std::atomic<uint64_t> observed{0};
 };
 
-/// Whether `before`'s item at `place` comes before `after`'s next work:
-/// the same stream, or it has run, or `after` waits for it directly (a
-/// chain of waits through a third stream is not followed).
-inline bool ordered(Stream *before, uint64_t place, Stream *after) {
-  if (before == after || before->ran > place)
-    return true;
-  for (const auto &wait : after->waited)
-    if (wait.first == before && wait.second > place)
+/// Notes that `stream`'s later work waits for `source`'s first `upTo`
+/// items (cudaStreamWaitEvent, or a replayed graph's join).
+inline void noteWait(Stream *stream, Stream *source, uint64_t upTo) {
+  if (!stream || !source || stream == source)
+    return;
+  auto known =
+      std::find_if(stream->waits.begin(), stream->waits.end(),
+                   [&](const auto &each) { return each.first == source; });
+  if (known == stream->waits.end())
+    known = stream->waits.insert(stream->waits.end(), {source, {}});
+  std::vector<Stream::Wait> &list = known->second;
+  if (!list.empty() && list.back().upTo >= upTo)
+    return; // waited for already
+  if (!list.empty() && list.back().at == stream->issued)
+    list.back().upTo = upTo;
+  else
+    list.push_back({stream->issued, upTo});
+}
+
+/// Notes that the host has waited for `stream`'s first `count` items.
+inline void noteObserved(Stream *stream, uint64_t count) {
+  if (!stream)
+    return;
+  uint64_t seen = stream->observed.load();
+  while (seen < count && !stream->observed.compare_exchange_weak(seen, count)) {
+  }
+}
+
+inline bool isLiveStream(Stream *stream);
+
+/// Whether `stream`'s items before `limit` wait for `before`'s item at
+/// `place`: directly, or through the streams they wait for (`depth` more
+/// at most, each still alive).
+inline bool waitsFor(const Stream *stream, uint64_t limit, const Stream *before,
+                     uint64_t place, int depth) {
+  for (const auto &[source, list] : stream->waits) {
+    if (source != before && (depth == 0 || !isLiveStream(source)))
+      continue;
+    // Its last wait for `source` that comes before `limit`.
+    auto after = std::partition_point(
+        list.begin(), list.end(),
+        [&](const Stream::Wait &wait) { return wait.at < limit; });
+    if (after == list.begin())
+      continue;
+    uint64_t upTo = std::prev(after)->upTo;
+    if (source == before ? upTo > place
+                         : waitsFor(source, upTo, before, place, depth - 1))
       return true;
+  }
   return false;
+}
+
+/// Whether CUDA orders `before`'s item at `place` before `after`'s next
+/// work: the same stream, or the host has waited for the item since, or
+/// `after` waits for it, directly or through up to three other streams.
+/// Whether the emulation has run it does not count: an eager stream runs
+/// its work when it can, which orders nothing on a GPU.
+inline bool ordered(Stream *before, uint64_t place, Stream *after) {
+  return before == after || before->observed.load() > place ||
+         waitsFor(after, UINT64_MAX, before, place, 3);
 }
 
 /// The stream whose capture records `stream`'s work: itself, or the one
@@ -515,6 +577,7 @@ private:
     return all;
   }
 };
+inline bool isLiveStream(Stream *stream) { return LiveStreams::has(stream); }
 
 /// Runs the stream's deferred work, in order, until `count` items have run.
 /// An item may settle other streams (a lazy wait for an event), and those
@@ -559,6 +622,10 @@ inline void enqueue(Stream *stream, std::function<void()> work) {
     return;
   }
   settle(stream);
+  if (stream) {
+    ++stream->issued;
+    ++stream->ran;
+  }
   work();
 }
 

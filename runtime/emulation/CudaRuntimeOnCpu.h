@@ -205,6 +205,8 @@ inline cudaError_t cudaFree(void *p) {
     return cudaSuccess;
   if (cuda_on_cpu::anyLazyStream())
     cuda_on_cpu::settleThread();
+  for (cuda_on_cpu::Stream *stream : cuda_on_cpu::streamsOfThread())
+    cuda_on_cpu::noteObserved(stream, stream->issued);
   cuda_on_cpu::Allocations &a = cuda_on_cpu::allocations();
   std::lock_guard<std::mutex> lock(a.mutex);
   auto found = a.bytes.find(p);
@@ -250,8 +252,12 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     return cudaSuccess;
   }
   cuda_on_cpu::enqueue(stream, [=] { std::memmove(dst, src, bytes); });
-  if (lazy && kind == cudaMemcpyDeviceToHost && !cuda_on_cpu::captureOf(stream))
-    cuda_on_cpu::settle(stream);
+  if (kind == cudaMemcpyDeviceToHost && stream &&
+      !cuda_on_cpu::captureOf(stream)) {
+    if (lazy)
+      cuda_on_cpu::settle(stream);
+    cuda_on_cpu::noteObserved(stream, stream->issued);
+  }
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes,
@@ -297,7 +303,10 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  cuda_on_cpu::StreamsLock lock;
   cuda_on_cpu::settle(stream);
+  if (stream)
+    cuda_on_cpu::noteObserved(stream, stream->issued);
   return cudaSuccess;
 }
 
@@ -357,17 +366,31 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
     });
     return cudaSuccess;
   }
-  if (event->capture)
+  if (event->capture) {
     event->capturedAt = long(event->capture->recorded.size());
+  } else if (stream) {
+    // Its place, for what a wait for it orders (cuda_on_cpu::ordered).
+    event->stream = stream;
+    event->place = stream->issued;
+  }
   cuda_on_cpu::enqueue(stream, record);
   if (event->fork)
     event->forkedWork = stream->forkedWork;
   return cudaSuccess;
 }
+namespace cuda_on_cpu {
+/// Runs the work before the event's last record, if it has not run.
+inline void settleEvent(cudaEvent_t event) {
+  StreamsLock lock;
+  if (!event->done)
+    settleTo(event->stream, event->place + 1);
+}
+} // namespace cuda_on_cpu
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   cuda_on_cpu::StreamsLock lock;
-  if (!event->done)
-    cuda_on_cpu::settleTo(event->stream, event->place + 1);
+  cuda_on_cpu::settleEvent(event);
+  if (!event->capture)
+    cuda_on_cpu::noteObserved(event->stream, event->place + 1);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
@@ -407,24 +430,24 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
     return cudaSuccess;
   }
   if (stream && stream->lazy && !cuda_on_cpu::captureOf(stream)) {
+    if (!event->capture)
+      cuda_on_cpu::noteWait(stream, event->stream, event->place + 1);
     if (event->done || event->stream == stream)
       return cudaSuccess;
     cuda_on_cpu::Stream *source = event->stream;
     uint64_t place = event->place;
-    auto known =
-        std::find_if(stream->waited.begin(), stream->waited.end(),
-                     [&](const auto &wait) { return wait.first == source; });
-    if (known == stream->waited.end())
-      stream->waited.push_back({source, place + 1});
-    else
-      known->second = std::max(known->second, place + 1);
     cuda_on_cpu::enqueueDeferred(stream, [source, place] {
       if (cuda_on_cpu::LiveStreams::has(source))
         cuda_on_cpu::settleTo(source, place + 1);
     });
     return cudaSuccess;
   }
-  return cudaEventSynchronize(event);
+  // The host runs the work before the event; on a GPU only this stream
+  // would wait for it.
+  if (!event->capture && !cuda_on_cpu::captureOf(stream))
+    cuda_on_cpu::noteWait(stream, event->stream, event->place + 1);
+  cuda_on_cpu::settleEvent(event);
+  return cudaSuccess;
 }
 
 enum cudaStreamCaptureStatus {
@@ -526,6 +549,7 @@ inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     auto [source, place] = placed[size_t(piece.waitsFor)];
     if (!source || source == target)
       continue;
+    cuda_on_cpu::noteWait(target, source, place + 1);
     cuda_on_cpu::enqueueDeferred(target, [source = source, place = place] {
       cuda_on_cpu::settleTo(source, place + 1);
     });

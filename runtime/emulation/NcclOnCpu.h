@@ -20,8 +20,8 @@
 // - sums of bf16 and f16 are rounded to the element type after every
 //   addition, as NCCL's rings and trees do (the transport widens groups of
 //   more than two ranks to f32 because of that);
-// - a communicator's operation issued on one stream while its last one,
-//   issued on another, has not run and is not waited for ends the job
+// - a communicator's operation issued on one stream while CUDA does not
+//   order its last one, issued on another, before it ends the job
 //   (checkOrder): real NCCL could pair them differently on each rank;
 // - ncclCommAbort ends operations in flight, and a non-blocking
 //   communicator reports an error through ncclCommGetAsyncError;
@@ -122,16 +122,20 @@ struct Comm {
 /// pairs different operations (a hang or wrong data). The emulation runs
 /// them in one order on every rank, so it ends the job here instead: an
 /// operation on a stream other than the one of the communicator's last
-/// operation, which has not run and which this stream does not wait for.
+/// operation, when neither a wait of this stream (directly or through
+/// other streams) nor a host synchronisation since orders that operation
+/// before it (cuda_on_cpu::ordered). Whether the emulation has already
+/// run it does not matter: a GPU might not have.
 inline void checkOrder(Comm *comm, cuda_on_cpu::Stream *stream) {
   if (!comm->lastStream || !stream || cuda_on_cpu::captureOf(stream) ||
       cuda_on_cpu::ordered(comm->lastStream, comm->lastPlace, stream))
     return;
   fprintf(stderr,
           "nccl_on_cpu: world rank %d: an operation on a communicator of %d "
-          "ranks was issued on one stream while its last operation, issued "
-          "on another, had not run and this stream did not wait for it: "
-          "NCCL may run the two in different orders on different ranks\n",
+          "ranks was issued on one stream while nothing ordered its last "
+          "operation, issued on another, before it (no wait of this "
+          "stream for it, and no host synchronisation since): NCCL may run "
+          "the two in different orders on different ranks\n",
           worldRank(), comm->size);
   MPI_Abort(MPI_COMM_WORLD, 3);
 }

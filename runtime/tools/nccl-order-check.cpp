@@ -2,20 +2,29 @@
 //
 // Two all_reduces on one communicator, issued on two streams: the emulated
 // NCCL (runtime/emulation/NcclOnCpu.h, checkOrder) must end the job when
-// nothing orders the second after the first, since real NCCL could pair
-// them differently on different ranks, and must run both when the second
-// stream waits for an event recorded after the first (--wait) or the host
-// has synchronised with the first stream (--synchronize). Run a process
-// per rank under mpirun: `loomrt-nccl-order-check-on-cpu [--wait |
-// --synchronize]` prints each rank's sums
-// (test/Integration/nccl-on-cpu.test).
+// CUDA does not order the second after the first, since real NCCL could
+// pair them differently on different ranks, and must run both when it
+// does. `loomrt-nccl-order-check-on-cpu [MODE]`, a process per rank under
+// mpirun, prints each rank's sums (test/Integration/nccl-on-cpu.test).
+// MODE, what comes between the two:
+//   (none)         nothing: refused;
+//   --busy         more work on the first stream, which runs the first
+//                  all_reduce in the emulation but orders nothing on a
+//                  GPU: refused;
+//   --wait         the second stream waits for an event recorded after
+//                  the first all_reduce: both run;
+//   --chain        a third stream waits for that event, and the second
+//                  for one recorded on the third: both run;
+//   --synchronize  the host synchronises with the first stream: both run.
 //===----------------------------------------------------------------------===//
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include "NcclOnCpu.h" // and CudaRuntimeOnCpu.h, mpi.h
 
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <iterator>
+#include <string>
 
 static void check(bool ok, const char *what) {
   if (!ok) {
@@ -29,12 +38,13 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char *order = argc > 1 ? argv[1] : "";
-  bool wait = std::strcmp(order, "--wait") == 0,
-       synchronize = std::strcmp(order, "--synchronize") == 0;
-  if (argc > 2 || (*order && !wait && !synchronize)) {
-    fprintf(stderr, "usage: loomrt-nccl-order-check-on-cpu [--wait | "
-                    "--synchronize] (a process per rank, under mpirun)\n");
+  const char *modes[] = {"", "--busy", "--wait", "--chain", "--synchronize"};
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (argc > 2 ||
+      std::find(std::begin(modes), std::end(modes), mode) == std::end(modes)) {
+    fprintf(stderr, "usage: loomrt-nccl-order-check-on-cpu [--busy | --wait "
+                    "| --chain | --synchronize] (a process per rank, under "
+                    "mpirun)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
 
@@ -47,10 +57,10 @@ int main(int argc, char **argv) {
   check(ncclCommInitRankConfig(&comm, size, id, rank, &config) == ncclSuccess,
         "ncclCommInitRankConfig");
 
-  // Created in this order, they are streams 0 and 1 of
+  // Created in this order, they are streams 0, 1 and 2 of
   // LOOM_CUDA_ON_CPU_STREAMS=lazy:N.
-  cudaStream_t first, second;
-  for (cudaStream_t *stream : {&first, &second})
+  cudaStream_t first, second, third;
+  for (cudaStream_t *stream : {&first, &second, &third})
     check(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking) ==
               cudaSuccess,
           "cudaStreamCreateWithFlags");
@@ -66,20 +76,33 @@ int main(int argc, char **argv) {
   check(ncclAllReduce(buffer, buffer, 4, ncclFloat32, ncclSum, comm, first) ==
             ncclSuccess,
         "the first ncclAllReduce");
-  if (wait) {
-    cudaEvent_t done;
-    check(cudaEventCreate(&done) == cudaSuccess, "cudaEventCreate");
+  cudaEvent_t done, passed;
+  check(cudaEventCreate(&done) == cudaSuccess, "cudaEventCreate");
+  check(cudaEventCreate(&passed) == cudaSuccess, "cudaEventCreate");
+  float *scratch = nullptr;
+  check(cudaMalloc(&scratch, sizeof values) == cudaSuccess, "cudaMalloc");
+  if (mode == "--busy")
+    check(cudaMemsetAsync(scratch, 0, sizeof values, first) == cudaSuccess,
+          "cudaMemsetAsync");
+  if (mode == "--wait" || mode == "--chain") {
     check(cudaEventRecord(done, first) == cudaSuccess, "cudaEventRecord");
-    check(cudaStreamWaitEvent(second, done, 0) == cudaSuccess,
+    cudaStream_t waiting = mode == "--wait" ? second : third;
+    check(cudaStreamWaitEvent(waiting, done, 0) == cudaSuccess,
           "cudaStreamWaitEvent");
   }
-  if (synchronize)
+  if (mode == "--chain") {
+    check(cudaEventRecord(passed, third) == cudaSuccess, "cudaEventRecord");
+    check(cudaStreamWaitEvent(second, passed, 0) == cudaSuccess,
+          "cudaStreamWaitEvent");
+  }
+  if (mode == "--synchronize")
     check(cudaStreamSynchronize(first) == cudaSuccess, "cudaStreamSynchronize");
   check(ncclAllReduce(buffer, buffer, 4, ncclFloat32, ncclSum, comm, second) ==
             ncclSuccess,
         "the second ncclAllReduce");
   check(cudaStreamSynchronize(second) == cudaSuccess, "cudaStreamSynchronize");
   check(cudaStreamSynchronize(first) == cudaSuccess, "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(third) == cudaSuccess, "cudaStreamSynchronize");
   check(cudaMemcpy(values, buffer, sizeof values, cudaMemcpyDeviceToHost) ==
             cudaSuccess,
         "cudaMemcpy");
