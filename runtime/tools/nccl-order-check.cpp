@@ -11,6 +11,8 @@
 //   --busy         more work on the first stream, which runs the first
 //                  all_reduce in the emulation but orders nothing on a
 //                  GPU: refused;
+//   --early-wait   the second stream waits for an event recorded on the
+//                  first before the first all_reduce: refused;
 //   --wait         the second stream waits for an event recorded after
 //                  the first all_reduce: both run;
 //   --chain        a third stream waits for that event, and the second
@@ -38,13 +40,15 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char *modes[] = {"", "--busy", "--wait", "--chain", "--synchronize"};
+  const char *modes[] = {"",       "--busy",  "--early-wait",
+                         "--wait", "--chain", "--synchronize"};
   std::string mode = argc > 1 ? argv[1] : "";
   if (argc > 2 ||
       std::find(std::begin(modes), std::end(modes), mode) == std::end(modes)) {
-    fprintf(stderr, "usage: loomrt-nccl-order-check-on-cpu [--busy | --wait "
-                    "| --chain | --synchronize] (a process per rank, under "
-                    "mpirun)\n");
+    fprintf(stderr,
+            "usage: loomrt-nccl-order-check-on-cpu [--busy | --early-wait "
+            "| --wait | --chain | --synchronize] (a process per rank, "
+            "under mpirun)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
 
@@ -73,12 +77,17 @@ int main(int argc, char **argv) {
             cudaSuccess,
         "cudaMemcpy");
 
-  check(ncclAllReduce(buffer, buffer, 4, ncclFloat32, ncclSum, comm, first) ==
-            ncclSuccess,
-        "the first ncclAllReduce");
   cudaEvent_t done, passed;
   check(cudaEventCreate(&done) == cudaSuccess, "cudaEventCreate");
   check(cudaEventCreate(&passed) == cudaSuccess, "cudaEventCreate");
+  if (mode == "--early-wait")
+    check(cudaEventRecord(done, first) == cudaSuccess, "cudaEventRecord");
+  check(ncclAllReduce(buffer, buffer, 4, ncclFloat32, ncclSum, comm, first) ==
+            ncclSuccess,
+        "the first ncclAllReduce");
+  if (mode == "--early-wait")
+    check(cudaStreamWaitEvent(second, done, 0) == cudaSuccess,
+          "cudaStreamWaitEvent");
   float *scratch = nullptr;
   check(cudaMalloc(&scratch, sizeof values) == cudaSuccess, "cudaMalloc");
   if (mode == "--busy")
