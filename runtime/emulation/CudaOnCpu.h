@@ -595,6 +595,7 @@ inline void settleTo(Stream *stream, uint64_t count) {
 }
 inline void settle(Stream *stream) { settleTo(stream, UINT64_MAX); }
 
+
 /// Work that may wait for other processes: after the stream's earlier work
 /// and before its later work, but not necessarily before this returns.
 /// Returns its place (settleTo(stream, place + 1) runs it).
@@ -611,6 +612,16 @@ inline uint64_t enqueueDeferred(Stream *stream, std::function<void()> work) {
     work();
   }
   return 0;
+}
+
+/// A lazy wait: `stream`'s later work waits for `source`'s first `upTo`
+/// items, which run when the stream's work reaches the wait (if `source`
+/// still exists then).
+inline void deferWaitFor(Stream *stream, Stream *source, uint64_t upTo) {
+  enqueueDeferred(stream, [source, upTo] {
+    if (LiveStreams::has(source))
+      settleTo(source, upTo);
+  });
 }
 
 /// Work that runs at once on an eager stream (after its deferred work), and

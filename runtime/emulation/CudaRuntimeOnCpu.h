@@ -316,11 +316,21 @@ inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 struct EmulatedEvent {
   std::chrono::steady_clock::time_point when;
   std::atomic<bool> done{true};
-  cuda_on_cpu::Stream *stream = nullptr;
-  /// A deferred record: its place on `stream`, and which record it is (an
-  /// event recorded again before the last record ran is done only when
-  /// the new one runs).
-  uint64_t place = 0, records = 0;
+  /// Which record it is (an event recorded again before the last record
+  /// ran is done only when the new one runs).
+  uint64_t records = 0;
+  /// Its last record outside a capture: the stream and its place there.
+  /// Behind a lock: in loopback mode with eager streams (which take no
+  /// lock) a rank waits for events that its peers record again.
+  void setPlace(cuda_on_cpu::Stream *on, uint64_t at) {
+    std::lock_guard<std::mutex> lock(placeMutex);
+    stream = on;
+    place = at;
+  }
+  std::pair<cuda_on_cpu::Stream *, uint64_t> placeOf() {
+    std::lock_guard<std::mutex> lock(placeMutex);
+    return {stream, place};
+  }
   /// Recorded during a capture: its record's piece there.
   long capturedAt = -1;
   /// The capture that recorded it (last), if any: a stream that waits for
@@ -330,6 +340,11 @@ struct EmulatedEvent {
   /// forked work then (all of it, if the capturing stream waits for this).
   cuda_on_cpu::Stream *fork = nullptr;
   uint64_t forkedWork = 0;
+
+private:
+  std::mutex placeMutex;
+  cuda_on_cpu::Stream *stream = nullptr;
+  uint64_t place = 0;
 };
 using cudaEvent_t = EmulatedEvent *;
 enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
@@ -357,21 +372,20 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
       (stream->lazy || !stream->deferred.empty())) {
     uint64_t which = ++event->records;
     event->done = false;
-    event->stream = stream;
-    event->place = cuda_on_cpu::enqueueDeferred(stream, [event, which] {
-      if (event->records != which)
-        return; // recorded again since
-      event->when = std::chrono::steady_clock::now();
-      event->done = true;
-    });
+    event->setPlace(stream,
+                    cuda_on_cpu::enqueueDeferred(stream, [event, which] {
+                      if (event->records != which)
+                        return; // recorded again since
+                      event->when = std::chrono::steady_clock::now();
+                      event->done = true;
+                    }));
     return cudaSuccess;
   }
   if (event->capture) {
     event->capturedAt = long(event->capture->recorded.size());
   } else if (stream) {
     // Its place, for what a wait for it orders (cuda_on_cpu::ordered).
-    event->stream = stream;
-    event->place = stream->issued;
+    event->setPlace(stream, stream->issued);
   }
   cuda_on_cpu::enqueue(stream, record);
   if (event->fork)
@@ -382,15 +396,19 @@ namespace cuda_on_cpu {
 /// Runs the work before the event's last record, if it has not run.
 inline void settleEvent(cudaEvent_t event) {
   StreamsLock lock;
-  if (!event->done)
-    settleTo(event->stream, event->place + 1);
+  if (!event->done) {
+    auto [stream, place] = event->placeOf();
+    settleTo(stream, place + 1);
+  }
 }
 } // namespace cuda_on_cpu
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   cuda_on_cpu::StreamsLock lock;
   cuda_on_cpu::settleEvent(event);
-  if (!event->capture)
-    cuda_on_cpu::noteObserved(event->stream, event->place + 1);
+  if (!event->capture) {
+    auto [stream, place] = event->placeOf();
+    cuda_on_cpu::noteObserved(stream, place + 1);
+  }
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
@@ -429,23 +447,18 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
       capture->recorded.push_back({stream, {}, event->capturedAt});
     return cudaSuccess;
   }
+  auto [source, place] = event->placeOf();
   if (stream && stream->lazy && !cuda_on_cpu::captureOf(stream)) {
     if (!event->capture)
-      cuda_on_cpu::noteWait(stream, event->stream, event->place + 1);
-    if (event->done || event->stream == stream)
-      return cudaSuccess;
-    cuda_on_cpu::Stream *source = event->stream;
-    uint64_t place = event->place;
-    cuda_on_cpu::enqueueDeferred(stream, [source, place] {
-      if (cuda_on_cpu::LiveStreams::has(source))
-        cuda_on_cpu::settleTo(source, place + 1);
-    });
+      cuda_on_cpu::noteWait(stream, source, place + 1);
+    if (!event->done && source != stream)
+      cuda_on_cpu::deferWaitFor(stream, source, place + 1);
     return cudaSuccess;
   }
   // The host runs the work before the event; on a GPU only this stream
   // would wait for it.
   if (!event->capture && !cuda_on_cpu::captureOf(stream))
-    cuda_on_cpu::noteWait(stream, event->stream, event->place + 1);
+    cuda_on_cpu::noteWait(stream, source, place + 1);
   cuda_on_cpu::settleEvent(event);
   return cudaSuccess;
 }
@@ -550,9 +563,7 @@ inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     if (!source || source == target)
       continue;
     cuda_on_cpu::noteWait(target, source, place + 1);
-    cuda_on_cpu::enqueueDeferred(target, [source = source, place = place] {
-      cuda_on_cpu::settleTo(source, place + 1);
-    });
+    cuda_on_cpu::deferWaitFor(target, source, place + 1);
   }
   return cudaSuccess;
 }
