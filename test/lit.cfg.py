@@ -29,7 +29,8 @@ tool_dirs = [config.loom_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["loomc", "loom-opt", "loomrt-safetensors", "loomrt-collectives-check",
      "loomrt-collectives-check-cuda", "loomrt-collectives-check-cuda-on-cpu",
-     "loomrt-collectives-check-cuda-on-cpu-nccl", "loomrt-nccl-order-check-on-cpu"],
+     "loomrt-collectives-check-cuda-on-cpu-nccl", "loomrt-nccl-order-check-on-cpu",
+     "loomrt-collectives-check-cuda-on-cpu-thread-sanitized"],
     tool_dirs)
 
 # Python with the pinned test packages (numpy, safetensors), from scripts/setup.

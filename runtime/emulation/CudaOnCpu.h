@@ -80,6 +80,61 @@ inline unsigned char *dynamicShared() {
 }
 
 inline void fiberEntry();
+/// A fiber's start: fiberEntry, then back to the scheduler for good.
+[[noreturn]] inline void fiberTrampoline();
+
+// ThreadSanitizer follows a switch of stacks only when told, through its
+// fiber interface: otherwise it takes one fiber's calls and returns for
+// another's, and loses its own stack (a hang or a crash).
+#if defined(__SANITIZE_THREAD__)
+#define LOOM_CUDA_ON_CPU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LOOM_CUDA_ON_CPU_TSAN 1
+#endif
+#endif
+} // namespace cuda_on_cpu
+#ifdef LOOM_CUDA_ON_CPU_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+namespace cuda_on_cpu {
+/// A fiber as ThreadSanitizer knows it, made on first use (nothing in
+/// other builds).
+class SanitizerFiber {
+public:
+  SanitizerFiber() = default;
+  SanitizerFiber(SanitizerFiber &&other) noexcept
+      : fiber(std::exchange(other.fiber, nullptr)) {}
+  SanitizerFiber &operator=(SanitizerFiber &&other) noexcept {
+    std::swap(fiber, other.fiber);
+    return *this;
+  }
+  ~SanitizerFiber() {
+#ifdef LOOM_CUDA_ON_CPU_TSAN
+    if (fiber)
+      __tsan_destroy_fiber(fiber);
+#endif
+  }
+  void *get() {
+#ifdef LOOM_CUDA_ON_CPU_TSAN
+    if (!fiber)
+      fiber = __tsan_create_fiber(0);
+#endif
+    return fiber;
+  }
+
+private:
+  void *fiber = nullptr;
+};
+/// The calling thread's current fiber for ThreadSanitizer (null in other
+/// builds).
+inline void *currentSanitizerFiber() {
+#ifdef LOOM_CUDA_ON_CPU_TSAN
+  return __tsan_get_current_fiber();
+#else
+  return nullptr;
+#endif
+}
 
 // Switching fibers: on x86-64 a few instructions (callee-saved registers
 // and the stack pointer), as the reductions' barriers switch millions of
@@ -104,11 +159,11 @@ extern "C" void loom_cuda_on_cpu_switch(void **from, void *to);
 namespace cuda_on_cpu {
 struct Context {
   void *sp = nullptr;
+  void *sanitizerFiber = nullptr;
 };
-inline void switchTo(Context &from, Context &to) {
+inline void switchStacks(Context &from, Context &to) {
   loom_cuda_on_cpu_switch(&from.sp, to.sp);
 }
-[[noreturn]] inline void fiberTrampoline();
 /// A context that starts fiberEntry on `stack`, then switches to `back`.
 inline void makeContext(Context &context, std::vector<char> &stack,
                         Context &back) {
@@ -127,8 +182,9 @@ inline void makeContext(Context &context, std::vector<char> &stack,
 #else
 struct Context {
   ucontext_t context;
+  void *sanitizerFiber = nullptr;
 };
-inline void switchTo(Context &from, Context &to) {
+inline void switchStacks(Context &from, Context &to) {
   swapcontext(&from.context, &to.context);
 }
 inline void makeContext(Context &context, std::vector<char> &stack,
@@ -137,9 +193,15 @@ inline void makeContext(Context &context, std::vector<char> &stack,
   context.context.uc_stack.ss_sp = stack.data();
   context.context.uc_stack.ss_size = stack.size();
   context.context.uc_link = &back.context;
-  makecontext(&context.context, fiberEntry, 0);
+  makecontext(&context.context, fiberTrampoline, 0);
 }
 #endif
+inline void switchTo(Context &from, Context &to) {
+#ifdef LOOM_CUDA_ON_CPU_TSAN
+  __tsan_switch_to_fiber(to.sanitizerFiber, 0);
+#endif
+  switchStacks(from, to);
+}
 
 /// One block's threads as fibers on the calling thread: each runs until it
 /// reaches a barrier (of the block, or of its warp for a shuffle), and a
@@ -154,6 +216,7 @@ inline void makeContext(Context &context, std::vector<char> &stack,
 struct BlockRun {
   struct Fiber {
     Context context;
+    SanitizerFiber sanitizer;
     std::vector<char> stack;
     bool done = false;
     int group = -1; // the barrier group it waits at, or -1
@@ -187,14 +250,12 @@ inline void fiberEntry() {
   run->fibers[size_t(run->current)].done = true;
 }
 
-#if defined(__x86_64__)
 inline void fiberTrampoline() {
   fiberEntry();
   // Done: back to the scheduler, never to return here.
   switchTo(run->fibers[size_t(run->current)].context, run->scheduler);
   abort();
 }
-#endif
 
 /// Waits at `group`'s barrier.
 inline void barrier(int group) {
@@ -224,6 +285,7 @@ inline void startFiber(BlockRun &r, int t) {
   if (fiber.stack.empty())
     fiber.stack.resize(256 * 1024);
   makeContext(fiber.context, fiber.stack, r.scheduler);
+  fiber.context.sanitizerFiber = fiber.sanitizer.get();
   fiber.done = false;
   fiber.group = -1;
 }
@@ -234,6 +296,7 @@ inline void resume(BlockRun &r, int t) {
   r.current = t;
   threadIdx = Dim3{unsigned(t), 0, 0};
   r.inFiber = true;
+  r.scheduler.sanitizerFiber = currentSanitizerFiber();
   switchTo(r.scheduler, r.fibers[size_t(t)].context);
   r.inFiber = false;
 }

@@ -319,32 +319,37 @@ struct EmulatedEvent {
   /// Which record it is (an event recorded again before the last record
   /// ran is done only when the new one runs).
   uint64_t records = 0;
-  /// Its last record outside a capture: the stream and its place there.
-  /// Behind a lock: in loopback mode with eager streams (which take no
-  /// lock) a rank waits for events that its peers record again.
-  void setPlace(cuda_on_cpu::Stream *on, uint64_t at) {
-    std::lock_guard<std::mutex> lock(placeMutex);
-    stream = on;
-    place = at;
+  /// What its last record left for the waits and synchronisations that
+  /// follow it.
+  struct Record {
+    /// The last record outside a capture: the stream and its place there.
+    cuda_on_cpu::Stream *stream = nullptr;
+    uint64_t place = 0;
+    /// The capture that recorded it (last), if any: a stream that waits for
+    /// it joins that capture.
+    cuda_on_cpu::Stream *capture = nullptr;
+    /// Recorded during a capture: its record's piece there.
+    long capturedAt = -1;
+    /// Recorded on a stream that joined a capture: that stream, and its
+    /// forked work then (all of it, if the capturing stream waits for this).
+    cuda_on_cpu::Stream *fork = nullptr;
+    uint64_t forkedWork = 0;
+  };
+  /// Behind a lock of the event's own: in loopback mode with eager streams
+  /// (which take no lock) a rank waits for events that its peers record
+  /// again.
+  Record lastRecord() {
+    std::lock_guard<std::mutex> lock(recordMutex);
+    return last;
   }
-  std::pair<cuda_on_cpu::Stream *, uint64_t> placeOf() {
-    std::lock_guard<std::mutex> lock(placeMutex);
-    return {stream, place};
+  template <typename Change> void changeRecord(Change change) {
+    std::lock_guard<std::mutex> lock(recordMutex);
+    change(last);
   }
-  /// Recorded during a capture: its record's piece there.
-  long capturedAt = -1;
-  /// The capture that recorded it (last), if any: a stream that waits for
-  /// it joins that capture.
-  cuda_on_cpu::Stream *capture = nullptr;
-  /// Recorded on a stream that joined a capture: that stream, and its
-  /// forked work then (all of it, if the capturing stream waits for this).
-  cuda_on_cpu::Stream *fork = nullptr;
-  uint64_t forkedWork = 0;
 
 private:
-  std::mutex placeMutex;
-  cuda_on_cpu::Stream *stream = nullptr;
-  uint64_t place = 0;
+  std::mutex recordMutex;
+  Record last;
 };
 using cudaEvent_t = EmulatedEvent *;
 enum { cudaEventDefault = 0, cudaEventDisableTiming = 2 };
@@ -366,30 +371,41 @@ inline cudaError_t cudaEventRecord(cudaEvent_t event,
     event->when = std::chrono::steady_clock::now();
     event->done = true;
   };
-  event->capture = cuda_on_cpu::captureOf(stream);
-  event->fork = event->capture && event->capture != stream ? stream : nullptr;
-  if (stream && !event->capture &&
-      (stream->lazy || !stream->deferred.empty())) {
+  cuda_on_cpu::Stream *capture = cuda_on_cpu::captureOf(stream);
+  cuda_on_cpu::Stream *fork = capture && capture != stream ? stream : nullptr;
+  if (stream && !capture && (stream->lazy || !stream->deferred.empty())) {
     uint64_t which = ++event->records;
     event->done = false;
-    event->setPlace(stream,
-                    cuda_on_cpu::enqueueDeferred(stream, [event, which] {
-                      if (event->records != which)
-                        return; // recorded again since
-                      event->when = std::chrono::steady_clock::now();
-                      event->done = true;
-                    }));
+    uint64_t place = cuda_on_cpu::enqueueDeferred(stream, [event, which] {
+      if (event->records != which)
+        return; // recorded again since
+      event->when = std::chrono::steady_clock::now();
+      event->done = true;
+    });
+    event->changeRecord([&](EmulatedEvent::Record &last) {
+      last.stream = stream;
+      last.place = place;
+      last.capture = last.fork = nullptr;
+    });
     return cudaSuccess;
   }
-  if (event->capture) {
-    event->capturedAt = long(event->capture->recorded.size());
-  } else if (stream) {
-    // Its place, for what a wait for it orders (cuda_on_cpu::ordered).
-    event->setPlace(stream, stream->issued);
-  }
+  // Before the work: a peer may wait for it at once.
+  event->changeRecord([&](EmulatedEvent::Record &last) {
+    last.capture = capture;
+    last.fork = fork;
+    if (capture) {
+      last.capturedAt = long(capture->recorded.size());
+    } else if (stream) {
+      // Its place, for what a wait for it orders (cuda_on_cpu::ordered).
+      last.stream = stream;
+      last.place = stream->issued;
+    }
+  });
   cuda_on_cpu::enqueue(stream, record);
-  if (event->fork)
-    event->forkedWork = stream->forkedWork;
+  if (fork)
+    event->changeRecord([&](EmulatedEvent::Record &last) {
+      last.forkedWork = stream->forkedWork;
+    });
   return cudaSuccess;
 }
 namespace cuda_on_cpu {
@@ -397,18 +413,17 @@ namespace cuda_on_cpu {
 inline void settleEvent(cudaEvent_t event) {
   StreamsLock lock;
   if (!event->done) {
-    auto [stream, place] = event->placeOf();
-    settleTo(stream, place + 1);
+    EmulatedEvent::Record last = event->lastRecord();
+    settleTo(last.stream, last.place + 1);
   }
 }
 } // namespace cuda_on_cpu
 inline cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   cuda_on_cpu::StreamsLock lock;
   cuda_on_cpu::settleEvent(event);
-  if (!event->capture) {
-    auto [stream, place] = event->placeOf();
-    cuda_on_cpu::noteObserved(stream, place + 1);
-  }
+  EmulatedEvent::Record last = event->lastRecord();
+  if (!last.capture)
+    cuda_on_cpu::noteObserved(last.stream, last.place + 1);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t event) {
@@ -429,36 +444,36 @@ inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
 inline cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned = 0) {
   cuda_on_cpu::StreamsLock lock;
-  if (event->capture && event->capture->capturing) {
-    cuda_on_cpu::Stream *capture = event->capture;
+  EmulatedEvent::Record last = event->lastRecord();
+  if (last.capture && last.capture->capturing) {
+    cuda_on_cpu::Stream *capture = last.capture;
     if (stream && stream != capture && !stream->capturing) {
       // A fork: this stream's work is the capture's from now on.
       stream->joined = capture;
       if (std::find(capture->forks.begin(), capture->forks.end(), stream) ==
           capture->forks.end())
         capture->forks.push_back(stream);
-    } else if (stream == capture && event->fork &&
-               event->fork->forkedWork == event->forkedWork) {
+    } else if (stream == capture && last.fork &&
+               last.fork->forkedWork == last.forkedWork) {
       // A join: the capturing stream waits for all the fork's work so far.
-      event->fork->joinedBack = event->forkedWork;
+      last.fork->joinedBack = last.forkedWork;
     }
     // Kept for a replay onto lazy streams (cudaGraphLaunch).
     if (stream && (stream == capture || !stream->capturing))
-      capture->recorded.push_back({stream, {}, event->capturedAt});
+      capture->recorded.push_back({stream, {}, last.capturedAt});
     return cudaSuccess;
   }
-  auto [source, place] = event->placeOf();
   if (stream && stream->lazy && !cuda_on_cpu::captureOf(stream)) {
-    if (!event->capture)
-      cuda_on_cpu::noteWait(stream, source, place + 1);
-    if (!event->done && source != stream)
-      cuda_on_cpu::deferWaitFor(stream, source, place + 1);
+    if (!last.capture)
+      cuda_on_cpu::noteWait(stream, last.stream, last.place + 1);
+    if (!event->done && last.stream != stream)
+      cuda_on_cpu::deferWaitFor(stream, last.stream, last.place + 1);
     return cudaSuccess;
   }
   // The host runs the work before the event; on a GPU only this stream
   // would wait for it.
-  if (!event->capture && !cuda_on_cpu::captureOf(stream))
-    cuda_on_cpu::noteWait(stream, source, place + 1);
+  if (!last.capture && !cuda_on_cpu::captureOf(stream))
+    cuda_on_cpu::noteWait(stream, last.stream, last.place + 1);
   cuda_on_cpu::settleEvent(event);
   return cudaSuccess;
 }

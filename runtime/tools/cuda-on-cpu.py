@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cuda-on-cpu.py IN.cu OUT.cpp
-cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl] [--sanitize] PROGRAM.cu EXECUTABLE
+cuda-on-cpu.py --build OBJ_DIR [--cxx CXX] [--nccl] [--sanitize[=thread]] PROGRAM.cu EXECUTABLE
 
 Turns CUDA source of this project (a program that `loomc --target=cuda
 --emit=cuda` generated, or libloomrt's runtime/cuda/Kernels.cu) into host
@@ -27,7 +27,11 @@ With --sanitize, the program and the library (loomrt_cuda_on_cpu_sanitized,
 or loomrt_cuda_on_cpu_nccl_sanitized with --nccl; libloomrt_core's sources
 included) are built with AddressSanitizer and UBSan, so that an access
 beyond a buffer (a kernel's, or the NCCL transport's), or undefined
-behaviour, stops the run with a report.
+behaviour, stops the run with a report. With --sanitize=thread, they are
+built with ThreadSanitizer instead (loomrt_cuda_on_cpu_thread_sanitized),
+which reports accesses of the loopback mode's ranks, threads of one
+process, that nothing orders (a data race); not with --nccl, whose ranks
+are processes.
 """
 import os
 import subprocess
@@ -128,12 +132,13 @@ def transform(source, path):
 def main() -> int:
     args = sys.argv[1:]
     obj, cxx, nccl, sanitize = None, os.environ.get("CXX", "clang++"), False, False
-    while args and (args[0] in ("--nccl", "--sanitize") or (args[0] in ("--build", "--cxx") and len(args) > 1)):
+    while args and (args[0] in ("--nccl", "--sanitize", "--sanitize=thread")
+                    or (args[0] in ("--build", "--cxx") and len(args) > 1)):
         if args[0] == "--nccl":
             nccl, args = True, args[1:]
             continue
-        if args[0] == "--sanitize":
-            sanitize, args = True, args[1:]
+        if args[0].startswith("--sanitize"):
+            sanitize, args = "thread" if args[0].endswith("=thread") else "address", args[1:]
             continue
         if args[0] == "--build":
             obj = args[1]
@@ -142,6 +147,10 @@ def main() -> int:
         args = args[2:]
     if len(args) != 2 or ((nccl or sanitize) and not obj):
         print(__doc__, file=sys.stderr)
+        return 2
+    if nccl and sanitize == "thread":
+        print("cuda-on-cpu.py: --sanitize=thread is for the loopback mode, whose ranks are threads; "
+              "with --nccl they are processes (use --sanitize)", file=sys.stderr)
         return 2
     source, target = args
     host = target + ".cpp" if obj else target
@@ -158,9 +167,9 @@ def main() -> int:
             more = f.read().split()
     libraries = [os.path.join(obj, "lib", f"lib{library}.a"), os.path.join(obj, "lib", "libloomrt_core.a")]
     if sanitize:
-        with open(os.path.join(obj, "lib", "loomrt_cuda_on_cpu_sanitized.flags")) as f:
+        library += "_thread_sanitized" if sanitize == "thread" else "_sanitized"
+        with open(os.path.join(obj, "lib", library.replace("_nccl", "") + ".flags")) as f:
             flags = ["-g", *f.read().split()]
-        library += "_sanitized"
         libraries = [os.path.join(obj, "lib", f"lib{library}.a")]
     command = [cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-math-errno", "-w", *flags,
                "-I", os.path.join(root, "runtime", "include"), "-I", os.path.join(root, "runtime", "emulation"),

@@ -134,12 +134,22 @@ static llvm::cl::opt<std::string> cudaArch(
         " and, through PTX, newer GPUs)"),
     llvm::cl::init(LOOM_CUDA_ARCH), llvm::cl::value_desc("sm_XX"),
     llvm::cl::cat(loomCategory));
-static llvm::cl::opt<bool> sanitize(
+enum class Sanitizer { None, Address, Thread };
+static llvm::cl::opt<Sanitizer> sanitize(
     "sanitize",
     llvm::cl::desc("With -o and --target=cpu: build the executable and "
-                   "libloomrt under AddressSanitizer and UBSan, so that an "
-                   "access past a buffer or undefined behaviour stops it "
-                   "with a report (slower; for finding faults)"),
+                   "libloomrt under a sanitizer, which reports what it finds "
+                   "(slower; for finding faults)"),
+    llvm::cl::ValueOptional, llvm::cl::init(Sanitizer::None),
+    llvm::cl::values(
+        clEnumValN(Sanitizer::Address, "",
+                   "(--sanitize alone) AddressSanitizer and UBSan: an access "
+                   "past a buffer or undefined behaviour stops the program"),
+        clEnumValN(Sanitizer::Address, "address", "the same"),
+        clEnumValN(Sanitizer::Thread, "thread",
+                   "ThreadSanitizer: two threads' accesses that nothing "
+                   "orders (a data race; the loopback mode's ranks are "
+                   "threads), and the program exits with status 66")),
     llvm::cl::cat(loomCategory));
 static llvm::cl::opt<DType> dtypeOverride(
     "dtype", llvm::cl::desc("Widen the model's floating types"),
@@ -308,13 +318,19 @@ static int buildProgram(ModuleOp module) {
             "-ffp-contract=off", "-fno-math-errno", "-w",
             // Vector exp/log/tanh from glibc's libmvec for the fused loops.
             "-fveclib=libmvec", "-I", LOOM_RUNTIME_INCLUDE_DIR};
-    if (sanitize)
+    if (sanitize == Sanitizer::Address)
       for (const char *flag : {LOOM_SANITIZE_FLAGS, "-g"})
+        args.push_back(flag);
+    if (sanitize == Sanitizer::Thread)
+      for (const char *flag : {LOOM_THREAD_SANITIZE_FLAGS, "-g"})
         args.push_back(flag);
     for (const char *input : {"-x", "c++", source.c_str(), "-x", "none"})
       args.push_back(input);
-    if (sanitize)
+    if (sanitize == Sanitizer::Address)
       for (const char *library : {LOOM_SANITIZED_LINK_LIBRARIES})
+        args.push_back(library);
+    else if (sanitize == Sanitizer::Thread)
+      for (const char *library : {LOOM_THREAD_SANITIZED_LINK_LIBRARIES})
         args.push_back(library);
     else
       for (const char *library : {LOOM_RUNTIME_LINK_LIBRARIES})
@@ -454,17 +470,17 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                     "programs; add --target=cuda\n";
     return 1;
   }
-  if (sanitize && !buildExecutable) {
+  if (sanitize != Sanitizer::None && !buildExecutable) {
     llvm::errs() << "loomc: error: --sanitize is for the executable that -o "
                     "FILE builds, not for --emit, --explain, --report or "
                     "--interpret\n";
     return 1;
   }
-  if (sanitize && target == loom::Target::Cuda) {
+  if (sanitize != Sanitizer::None && target == loom::Target::Cuda) {
     llvm::errs() << "loomc: error: --sanitize builds CPU programs only; on a "
                     "GPU run the program under compute-sanitizer, or the "
                     "CUDA backend on the CPU with runtime/tools/cuda-on-cpu.py "
-                    "--sanitize\n";
+                    "--sanitize or --sanitize=thread\n";
     return 1;
   }
   if (target == loom::Target::Cuda && !checkCudaArch(cudaArch))
