@@ -180,4 +180,73 @@ TEST_F(CudaStreamsOnCpuTest, FreeingWaitsForEveryStream) {
   EXPECT_EQ(word(1), 0x34343434u);
 }
 
+// What orders one stream's item before another stream's next work, as the
+// emulated NCCL's order check asks (cuda_on_cpu::ordered): waits, through
+// any number of streams, or the host's synchronisation with the item's
+// stream or with one that waited for it; never the emulation's having run
+// the item.
+TEST_F(CudaStreamsOnCpuTest, OrderFollowsWaitsAndSynchronisations) {
+  cudaStream_t made[10];
+  for (cudaStream_t &stream : made)
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+              cudaSuccess);
+  cudaEvent_t event;
+  cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  auto wait = [&](cudaStream_t stream, cudaStream_t on) {
+    cudaEventRecord(event, on);
+    cudaStreamWaitEvent(stream, event, 0);
+  };
+
+  // A chain of six streams from the first stream's item to the second.
+  uint64_t place = first->issued;
+  set(first, 0, 0x01);
+  cudaStream_t last = first;
+  for (int i = 0; i < 6; ++i) {
+    wait(made[i], last);
+    last = made[i];
+  }
+  EXPECT_FALSE(cuda_on_cpu::ordered(first, place, second));
+  wait(second, last);
+  EXPECT_TRUE(cuda_on_cpu::ordered(first, place, second));
+
+  // Two routes through one stream, made[6]: through made[7] it reaches
+  // only its wait for an event before the item, through made[8] (searched
+  // after made[7]) its later wait for the item too.
+  cudaStream_t target = made[9];
+  cudaEventRecord(event, first);
+  place = first->issued;
+  set(first, 0, 0x02);
+  cudaStreamWaitEvent(made[6], event, 0);
+  wait(made[7], made[6]);
+  wait(made[6], first);
+  wait(made[8], made[6]);
+  wait(target, made[7]);
+  EXPECT_FALSE(cuda_on_cpu::ordered(first, place, target));
+  wait(target, made[8]);
+  EXPECT_TRUE(cuda_on_cpu::ordered(first, place, target));
+
+  // The host synchronised with a stream that waited for the item (its wait
+  // the last of its work when eager, an item of its own when lazy).
+  place = first->issued;
+  set(first, 0, 0x03);
+  wait(made[0], first);
+  EXPECT_FALSE(cuda_on_cpu::ordered(first, place, second));
+  cudaStreamSynchronize(made[0]);
+  EXPECT_TRUE(cuda_on_cpu::ordered(first, place, second));
+
+  // ... but not when that stream waited only for work before the item.
+  cudaEventRecord(event, first);
+  place = first->issued;
+  set(first, 0, 0x04);
+  cudaStreamWaitEvent(made[1], event, 0);
+  cudaStreamSynchronize(made[1]);
+  EXPECT_FALSE(cuda_on_cpu::ordered(first, place, second));
+
+  cudaEventDestroy(event);
+  for (cudaStream_t stream : made) {
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+  }
+}
+
 } // namespace

@@ -47,7 +47,12 @@
 #include <utility>
 #include <vector>
 
-#if !defined(__x86_64__)
+// LOOM_CUDA_ON_CPU_UCONTEXT takes the ucontext path on x86-64 too, so that
+// the path other machines take is built and tested here
+// (LoomKernelTestsUcontext).
+#if defined(__x86_64__) && !defined(LOOM_CUDA_ON_CPU_UCONTEXT)
+#define LOOM_CUDA_ON_CPU_STACK_SWITCH 1
+#else
 #include <ucontext.h>
 #endif
 
@@ -139,7 +144,7 @@ inline void *currentSanitizerFiber() {
 // Switching fibers: on x86-64 a few instructions (callee-saved registers
 // and the stack pointer), as the reductions' barriers switch millions of
 // times; elsewhere ucontext, whose every switch is a system call.
-#if defined(__x86_64__)
+#ifdef LOOM_CUDA_ON_CPU_STACK_SWITCH
 } // namespace cuda_on_cpu
 // Weak: every test that includes this header defines it, once in the end.
 asm(".pushsection .text\n"
@@ -547,13 +552,42 @@ inline void noteObserved(Stream *stream, uint64_t count) {
 
 inline bool isLiveStream(Stream *stream);
 
+/// Notes that the host has waited for all of `stream`'s work so far: its
+/// items, and the waits it was given after its last item, which a GPU's
+/// stream also completes before a synchronisation with it returns (their
+/// sources' items up to the waits are done too). Other waits are found
+/// from `observed` when needed (ordered).
+inline void noteSynchronized(Stream *stream) {
+  if (!stream)
+    return;
+  noteObserved(stream, stream->issued);
+  for (const auto &[source, list] : stream->waits)
+    if (!list.empty() && list.back().at == stream->issued &&
+        isLiveStream(source))
+      noteObserved(source, list.back().upTo);
+}
+
 /// Whether `stream`'s items before `limit` wait for `before`'s item at
-/// `place`: directly, or through the streams they wait for (`depth` more
-/// at most, each still alive).
+/// `place`: directly, or through the streams they wait for (each still
+/// alive), however long the chain. Each step goes to a wait issued earlier
+/// than the last, so the search ends; `searched` holds how far each stream
+/// was searched already, so that no stream's waits are read twice for the
+/// same items.
 inline bool waitsFor(const Stream *stream, uint64_t limit, const Stream *before,
-                     uint64_t place, int depth) {
+                     uint64_t place,
+                     std::vector<std::pair<const Stream *, uint64_t>> &searched) {
+  auto known =
+      std::find_if(searched.begin(), searched.end(),
+                   [&](const auto &each) { return each.first == stream; });
+  if (known != searched.end()) {
+    if (known->second >= limit)
+      return false; // those items were searched, and wait for nothing
+    known->second = limit;
+  } else {
+    searched.push_back({stream, limit});
+  }
   for (const auto &[source, list] : stream->waits) {
-    if (source != before && (depth == 0 || !isLiveStream(source)))
+    if (source != before && !isLiveStream(source))
       continue;
     // Its last wait for `source` that comes before `limit`.
     auto after = std::partition_point(
@@ -563,20 +597,33 @@ inline bool waitsFor(const Stream *stream, uint64_t limit, const Stream *before,
       continue;
     uint64_t upTo = std::prev(after)->upTo;
     if (source == before ? upTo > place
-                         : waitsFor(source, upTo, before, place, depth - 1))
+                         : waitsFor(source, upTo, before, place, searched))
       return true;
   }
   return false;
 }
 
+inline std::vector<Stream *> &streamsOfThread();
+
 /// Whether CUDA orders `before`'s item at `place` before `after`'s next
-/// work: the same stream, or the host has waited for the item since, or
-/// `after` waits for it, directly or through up to three other streams.
+/// work: the same stream; or `after` waits for the item, directly or
+/// through other streams; or the host has waited for it since, directly or
+/// by waiting for work on one of its streams that waited for it (the
+/// emulated NCCL runs a rank's streams on one host thread).
 /// Whether the emulation has run it does not count: an eager stream runs
 /// its work when it can, which orders nothing on a GPU.
 inline bool ordered(Stream *before, uint64_t place, Stream *after) {
-  return before == after || before->observed.load() > place ||
-         waitsFor(after, UINT64_MAX, before, place, 3);
+  if (before == after || before->observed.load() > place)
+    return true;
+  std::vector<std::pair<const Stream *, uint64_t>> searched;
+  if (waitsFor(after, UINT64_MAX, before, place, searched))
+    return true;
+  for (const Stream *synchronized : streamsOfThread())
+    if (synchronized != before &&
+        waitsFor(synchronized, synchronized->observed.load(), before, place,
+                 searched))
+      return true;
+  return false;
 }
 
 /// The stream whose capture records `stream`'s work: itself, or the one

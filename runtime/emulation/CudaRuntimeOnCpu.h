@@ -206,7 +206,7 @@ inline cudaError_t cudaFree(void *p) {
   if (cuda_on_cpu::anyLazyStream())
     cuda_on_cpu::settleThread();
   for (cuda_on_cpu::Stream *stream : cuda_on_cpu::streamsOfThread())
-    cuda_on_cpu::noteObserved(stream, stream->issued);
+    cuda_on_cpu::noteSynchronized(stream);
   cuda_on_cpu::Allocations &a = cuda_on_cpu::allocations();
   std::lock_guard<std::mutex> lock(a.mutex);
   auto found = a.bytes.find(p);
@@ -256,7 +256,7 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
       !cuda_on_cpu::captureOf(stream)) {
     if (lazy)
       cuda_on_cpu::settle(stream);
-    cuda_on_cpu::noteObserved(stream, stream->issued);
+    cuda_on_cpu::noteSynchronized(stream);
   }
   return cudaSuccess;
 }
@@ -305,8 +305,7 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   cuda_on_cpu::StreamsLock lock;
   cuda_on_cpu::settle(stream);
-  if (stream)
-    cuda_on_cpu::noteObserved(stream, stream->issued);
+  cuda_on_cpu::noteSynchronized(stream);
   return cudaSuccess;
 }
 

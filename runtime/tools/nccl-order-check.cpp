@@ -17,7 +17,15 @@
 //                  the first all_reduce: both run;
 //   --chain        a third stream waits for that event, and the second
 //                  for one recorded on the third: both run;
-//   --synchronize  the host synchronises with the first stream: both run.
+//   --long-chain   the same through five streams in turn: both run;
+//   --synchronize  the host synchronises with the first stream: both run;
+//   --synchronize-third
+//                  a third stream waits for the event recorded after the
+//                  first all_reduce, and the host synchronises with the
+//                  third: both run;
+//   --early-synchronize-third
+//                  the same with the event recorded before the first
+//                  all_reduce: refused.
 //===----------------------------------------------------------------------===//
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -40,15 +48,23 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char *modes[] = {"",       "--busy",  "--early-wait",
-                         "--wait", "--chain", "--synchronize"};
+  const char *modes[] = {"",
+                         "--busy",
+                         "--early-wait",
+                         "--wait",
+                         "--chain",
+                         "--long-chain",
+                         "--synchronize",
+                         "--synchronize-third",
+                         "--early-synchronize-third"};
   std::string mode = argc > 1 ? argv[1] : "";
   if (argc > 2 ||
       std::find(std::begin(modes), std::end(modes), mode) == std::end(modes)) {
     fprintf(stderr,
             "usage: loomrt-nccl-order-check-on-cpu [--busy | --early-wait "
-            "| --wait | --chain | --synchronize] (a process per rank, "
-            "under mpirun)\n");
+            "| --wait | --chain | --long-chain | --synchronize | "
+            "--synchronize-third | --early-synchronize-third] (a process "
+            "per rank, under mpirun)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
 
@@ -61,10 +77,12 @@ int main(int argc, char **argv) {
   check(ncclCommInitRankConfig(&comm, size, id, rank, &config) == ncclSuccess,
         "ncclCommInitRankConfig");
 
-  // Created in this order, they are streams 0, 1 and 2 of
-  // LOOM_CUDA_ON_CPU_STREAMS=lazy:N.
-  cudaStream_t first, second, third;
-  for (cudaStream_t *stream : {&first, &second, &third})
+  // Created in this order, they are streams 0, 1, 2 and so on of
+  // LOOM_CUDA_ON_CPU_STREAMS=lazy:N; the third and the links are the
+  // chains' streams.
+  cudaStream_t first, second, third, links[4];
+  for (cudaStream_t *stream :
+       {&first, &second, &third, &links[0], &links[1], &links[2], &links[3]})
     check(cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking) ==
               cudaSuccess,
           "cudaStreamCreateWithFlags");
@@ -80,7 +98,9 @@ int main(int argc, char **argv) {
   cudaEvent_t done, passed;
   check(cudaEventCreate(&done) == cudaSuccess, "cudaEventCreate");
   check(cudaEventCreate(&passed) == cudaSuccess, "cudaEventCreate");
-  if (mode == "--early-wait")
+  const bool early =
+      mode == "--early-wait" || mode == "--early-synchronize-third";
+  if (early)
     check(cudaEventRecord(done, first) == cudaSuccess, "cudaEventRecord");
   check(ncclAllReduce(buffer, buffer, 4, ncclFloat32, ncclSum, comm, first) ==
             ncclSuccess,
@@ -93,25 +113,43 @@ int main(int argc, char **argv) {
   if (mode == "--busy")
     check(cudaMemsetAsync(scratch, 0, sizeof values, first) == cudaSuccess,
           "cudaMemsetAsync");
-  if (mode == "--wait" || mode == "--chain") {
+  const bool throughThird = mode == "--chain" || mode == "--long-chain" ||
+                            mode == "--synchronize-third";
+  if (mode == "--wait" || throughThird) {
     check(cudaEventRecord(done, first) == cudaSuccess, "cudaEventRecord");
     cudaStream_t waiting = mode == "--wait" ? second : third;
     check(cudaStreamWaitEvent(waiting, done, 0) == cudaSuccess,
           "cudaStreamWaitEvent");
   }
-  if (mode == "--chain") {
-    check(cudaEventRecord(passed, third) == cudaSuccess, "cudaEventRecord");
+  if (mode == "--early-synchronize-third")
+    check(cudaStreamWaitEvent(third, done, 0) == cudaSuccess,
+          "cudaStreamWaitEvent");
+  // Each link waits for the one before it, the third first.
+  cudaStream_t last = third;
+  if (mode == "--long-chain")
+    for (cudaStream_t link : links) {
+      check(cudaEventRecord(passed, last) == cudaSuccess, "cudaEventRecord");
+      check(cudaStreamWaitEvent(link, passed, 0) == cudaSuccess,
+            "cudaStreamWaitEvent");
+      last = link;
+    }
+  if (mode == "--chain" || mode == "--long-chain") {
+    check(cudaEventRecord(passed, last) == cudaSuccess, "cudaEventRecord");
     check(cudaStreamWaitEvent(second, passed, 0) == cudaSuccess,
           "cudaStreamWaitEvent");
   }
   if (mode == "--synchronize")
     check(cudaStreamSynchronize(first) == cudaSuccess, "cudaStreamSynchronize");
+  if (mode == "--synchronize-third" || mode == "--early-synchronize-third")
+    check(cudaStreamSynchronize(third) == cudaSuccess, "cudaStreamSynchronize");
   check(ncclAllReduce(buffer, buffer, 4, ncclFloat32, ncclSum, comm, second) ==
             ncclSuccess,
         "the second ncclAllReduce");
   check(cudaStreamSynchronize(second) == cudaSuccess, "cudaStreamSynchronize");
   check(cudaStreamSynchronize(first) == cudaSuccess, "cudaStreamSynchronize");
-  check(cudaStreamSynchronize(third) == cudaSuccess, "cudaStreamSynchronize");
+  for (cudaStream_t stream : {third, links[0], links[1], links[2], links[3]})
+    check(cudaStreamSynchronize(stream) == cudaSuccess,
+          "cudaStreamSynchronize");
   check(cudaMemcpy(values, buffer, sizeof values, cudaMemcpyDeviceToHost) ==
             cudaSuccess,
         "cudaMemcpy");
