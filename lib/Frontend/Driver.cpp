@@ -219,8 +219,7 @@ void loom::printParams(ModuleOp module, llvm::raw_ostream &os) {
           index, LoomDialect::kShardingAttrName);
       auto init = function.getArgAttrOfType<InitAttr>(
           index, LoomDialect::kInitAttrName);
-      int64_t bytes = type.getNumElements() *
-                      ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+      int64_t bytes = tensorBytes(type);
       ++count;
       totalOverflows |= llvm::AddOverflow(totalBytes, bytes, totalBytes);
       os << llvm::formatv("{0,-36} {1,-30} {2}{3}\n", name.getValue(),

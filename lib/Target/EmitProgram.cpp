@@ -79,12 +79,6 @@ int64_t storageBytes(Type element) {
   return element.isF32() || element.isInteger(32) ? 4 : 8;
 }
 
-int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         tensor.getElementType().getIntOrFloatBitWidth() / 8;
-}
-
 /// A C string literal of `text`; a control byte as a three-digit octal
 /// escape, which no following digit can extend.
 std::string quote(StringRef text) {
@@ -302,9 +296,10 @@ private:
   int64_t packWidth(ValueRange inputs, Value result,
                     ArrayRef<SmallVector<int64_t>> strides, bool flat);
   /// The body of such a kernel (its parameters are open already).
+  /// `needed`: the dimensions whose indices `inIndex` reads.
   void emitPackedLoop(ValueRange inputs, Value result, Block *fusedBody,
                       ArrayRef<std::string> inNames,
-                      ArrayRef<std::string> inIndex, StringRef outIndex,
+                      ArrayRef<std::string> inIndex, ArrayRef<bool> needed,
                       ArrayRef<SmallVector<int64_t>> strides, bool flat,
                       int64_t width, StringRef index);
   LogicalResult emitFusedReduction(Operation *op, ValueRange inputs,
@@ -348,8 +343,12 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// The C expression of one element-wise op over scalar operands, rounded to
-/// its result type (every op rounds once, fused or not).
-std::string scalarExpression(Operation *op, ArrayRef<std::string> args) {
+/// its result type (every op rounds once, fused or not). Without
+/// `roundFloat`, a bf16 or f16 result is left in f32 for a store that
+/// rounds it (storedValue): rounding twice to nearest gives the bits of
+/// rounding once.
+std::string scalarExpression(Operation *op, ArrayRef<std::string> args,
+                             bool roundFloat = true) {
   Type element = tensorType(op->getResult(0)).getElementType();
   bool fp = isFloat(element);
   std::string x = args.empty() ? "" : args[0];
@@ -397,9 +396,9 @@ std::string scalarExpression(Operation *op, ArrayRef<std::string> args) {
     else
       value = fromFloat ? "(int64_t)(" + x + ")" : x;
   }
-  if (element.isBF16())
+  if (element.isBF16() && roundFloat)
     return "loom_round_bf16(" + value + ")";
-  if (element.isF16())
+  if (element.isF16() && roundFloat)
     return "loom_round_f16(" + value + ")";
   if (element.isInteger(32))
     return "loom_wrap32(" + value + ")";
@@ -450,9 +449,11 @@ std::string storedValue(Type element, const std::string &value) {
 /// group: load each input (widened to f32 or i64), evaluate every op with
 /// its rounding, store the result. `inIndex`/`outIndex` are C expressions of
 /// the element's offset in each input and in the output.
-/// Returns the name of the element's value; stores it into `out` at
-/// `outIndex` unless `outIndex` is null. A reduction ending a fusion group is
-/// left to the caller: the value returned is its operand's.
+/// Returns the name of the element's value, for the caller to store
+/// (storedValue) unless it stores it into `out` at `outIndex`: a bf16 or
+/// f16 result is left unrounded, as the store rounds it. A reduction ending
+/// a fusion group is left to the caller: the value returned is its
+/// operand's, rounded.
 std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
                                   ValueRange inputs, Block *fusedBody,
                                   ArrayRef<std::string> inNames,
@@ -483,6 +484,7 @@ std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
   if (fusedBody) {
     for (auto [i, argument] : llvm::enumerate(fusedBody->getArguments()))
       declare(argument, load(i));
+    yielded = cast<YieldOp>(fusedBody->getTerminator()).getValues()[0];
     for (Operation &inner : fusedBody->without_terminator()) {
       if (auto constant = dyn_cast<ConstantOp>(inner)) {
         scalars[constant.getResult()] = scalarLiteral(constant);
@@ -493,14 +495,16 @@ std::string emitElementStatements(raw_ostream &os, int indent, Operation *op,
       SmallVector<std::string> args;
       for (Value operand : inner.getOperands())
         args.push_back(scalars.lookup(operand));
-      declare(inner.getResult(0), scalarExpression(&inner, args));
+      // The yielded value is rounded by its store, unless the group also
+      // reads it.
+      bool stored = inner.getResult(0) == yielded && yielded.hasOneUse();
+      declare(inner.getResult(0), scalarExpression(&inner, args, !stored));
     }
-    yielded = cast<YieldOp>(fusedBody->getTerminator()).getValues()[0];
   } else {
     SmallVector<std::string> args;
     for (unsigned i = 0; i < inputs.size(); ++i)
       args.push_back(load(i));
-    declare(result, scalarExpression(op, args));
+    declare(result, scalarExpression(op, args, false));
   }
   std::string value = scalars[yielded];
   if (outIndex)
@@ -557,6 +561,36 @@ void emitUnravel(raw_ostream &os, StringRef indent, StringRef index,
     if (pick(d))
       os << indent << index << " i" << d << " = " << var << " % " << shape[d]
          << "; " << var << " /= " << shape[d] << ";\n";
+}
+
+/// The indices of the dimensions `needed` selects from `linear`, a linear
+/// index into the row-major `shape`, innermost first, as few divisions as
+/// that takes: one for the dimensions between two needed ones, and no
+/// remainder for dimension 0. Nothing when none is needed.
+void emitNeededIndices(raw_ostream &os, StringRef indent, StringRef index,
+                       StringRef linear, ArrayRef<int64_t> shape,
+                       ArrayRef<bool> needed) {
+  int rank = int(shape.size());
+  int outermost = 0;
+  while (outermost < rank && !needed[outermost])
+    ++outermost;
+  if (outermost == rank)
+    return;
+  os << indent << index << " rest = " << linear << ";\n";
+  int64_t divisor = 1;
+  for (int d = rank - 1; d >= outermost; --d) {
+    if (!needed[d]) {
+      divisor *= shape[d];
+      continue;
+    }
+    if (divisor != 1)
+      os << indent << "rest /= " << divisor << ";\n";
+    os << indent << index << " i" << d << " = rest";
+    if (d > 0)
+      os << " % " << shape[d];
+    os << ";\n";
+    divisor = shape[d];
+  }
 }
 
 LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
@@ -771,7 +805,7 @@ void ProgramEmitter::emitPackedLoop(ValueRange inputs, Value result,
                                     Block *fusedBody,
                                     ArrayRef<std::string> inNames,
                                     ArrayRef<std::string> inIndex,
-                                    StringRef outIndex,
+                                    ArrayRef<bool> needed,
                                     ArrayRef<SmallVector<int64_t>> strides,
                                     bool flat, int64_t width, StringRef index) {
   ArrayRef<int64_t> shape = tensorType(result).getShape();
@@ -788,12 +822,7 @@ void ProgramEmitter::emitPackedLoop(ValueRange inputs, Value result,
             << ")blockDim.x + threadIdx.x; p < " << count / width << "; p += ("
             << index << ")gridDim.x * blockDim.x) {\n"
             << "    " << index << " i = p * " << w << ";\n";
-  if (!flat) {
-    globalsOs << "    " << index << " rest = i;\n";
-    emitUnravel(globalsOs, "    ", index, "rest", shape,
-                [](int) { return true; });
-    globalsOs << "    (void)rest;\n";
-  }
+  emitNeededIndices(globalsOs, "    ", index, "i", shape, needed);
   // Streamed inputs arrive as packs read element by element below; an
   // input broadcast along the last dimension is one element per pack.
   SmallVector<std::string> names(inNames), at(inIndex);
@@ -816,8 +845,7 @@ void ProgramEmitter::emitPackedLoop(ValueRange inputs, Value result,
   globalsOs << "      packed.v[j] = "
             << storedValue(tensorType(result).getElementType(), value)
             << ";\n    }\n"
-            << "    loom_store_pack<" << w << ">(out + " << outIndex
-            << ", packed);\n  }\n}\n\n";
+            << "    loom_store_pack<" << w << ">(out + i, packed);\n  }\n}\n\n";
   usesPacks = true;
 }
 
@@ -877,13 +905,44 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
           .str();
 
   if (target == Target::Cuda) {
-    // One kernel per group: a grid-stride loop over the output's elements.
+    // One kernel per group: a grid-stride loop over the output's elements,
+    // whose linear index i is the output's offset. An operand laid out as
+    // the output's trailing dimensions and broadcast along the others (the
+    // output's shape, a bias, a table of positions) is at i modulo its
+    // elements; only the dimensions other operands step along are
+    // unravelled from i (each a division, slow beside an element's work).
+    SmallVector<bool> needed(rank, false);
+    if (!flat) {
+      for (auto [at, dimStrides] : llvm::zip(inIndex, strides)) {
+        ArrayRef<int64_t> perDim = dimStrides;
+        int k = rank;
+        while (k > 0 &&
+               (perDim[k - 1] == outStrides[k - 1] || shape[k - 1] == 1))
+          --k;
+        if (llvm::all_of(llvm::seq(0, k), [&](int d) {
+              return perDim[d] == 0 || shape[d] == 1;
+            })) {
+          at = k == 0      ? "i"
+               : k == rank ? "0"
+                           : "i % " + std::to_string(outStrides[k - 1]);
+          continue;
+        }
+        at.clear();
+        for (int d = 0; d < rank; ++d) {
+          if (!perDim[d] || shape[d] == 1)
+            continue;
+          needed[d] = true;
+          at += (at.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
+                (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
+        }
+      }
+    }
     SmallVector<std::string> inNames;
     std::string kernel = beginKernel(inputs, result, where, inNames);
     // 32-bit index arithmetic when it fits: 64-bit division is slow on GPUs.
     const char *index = count < (int64_t(1) << 31) ? "int32_t" : "int64_t";
     if (int64_t width = packWidth(inputs, result, strides, flat)) {
-      emitPackedLoop(inputs, result, fusedBody, inNames, inIndex, outIndex,
+      emitPackedLoop(inputs, result, fusedBody, inNames, inIndex, needed,
                      strides, flat, width, index);
       launchKernel(kernel,
                    std::max<int64_t>(
@@ -894,13 +953,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     globalsOs << "  for (" << index << " i = blockIdx.x * (" << index
               << ")blockDim.x + threadIdx.x; i < " << count << "; i += ("
               << index << ")gridDim.x * blockDim.x) {\n";
-    if (!flat) {
-      globalsOs << "    " << index << " rest = i;\n";
-      emitUnravel(globalsOs, "    ", index, "rest", shape,
-                  [](int) { return true; });
-      globalsOs << "    (void)rest;\n";
-    }
-    std::string outAt = flat ? "i" : outIndex;
+    emitNeededIndices(globalsOs, "    ", index, "i", shape, needed);
+    std::string outAt = "i";
     emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames, inIndex,
                           &outAt, nextId);
     globalsOs << "  }\n}\n\n";
@@ -1444,7 +1498,7 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
        llvm::zip(repeat.getCarried(), repeat.getCarriedResults()))
     if (pointer(result) != pointer(carried))
       line() << "loomrt_copy(rt, " << pointer(result) << ", "
-             << pointer(carried) << ", " << bytesOf(result.getType()) << ");\n";
+             << pointer(carried) << ", " << tensorBytes(result.getType()) << ");\n";
   Block &body = repeat.getBody().front();
   // The first iteration's instances of the collectives that each iteration
   // starts for the next (loom.prefetch).
@@ -1470,8 +1524,8 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
        llvm::enumerate(yield.getValues().drop_front(numCarried))) {
     Value result = repeat.getResult(numCarried + index);
     line() << "loomrt_copy(rt, (" << pointer(result) << " + " << var << " * "
-           << bytesOf(value.getType()) << "), " << pointer(value) << ", "
-           << bytesOf(value.getType()) << ");\n";
+           << tensorBytes(value.getType()) << "), " << pointer(value) << ", "
+           << tensorBytes(value.getType()) << ");\n";
   }
   SmallVector<int> sources;
   for (Value next : yield.getValues().take_front(numCarried)) {
@@ -1500,7 +1554,7 @@ LogicalResult ProgramEmitter::emitRepeat(RepeatOp repeat) {
     int moved = move.to == CarriedMove::kScratch ? move.from : move.to;
     line() << "loomrt_copy(rt, " << place(move.to, moved) << ", "
            << place(move.from, moved) << ", "
-           << bytesOf(repeat.getResult(moved).getType()) << ");\n";
+           << tensorBytes(repeat.getResult(moved).getType()) << ");\n";
   }
   --indent;
   line() << "}\n";

@@ -72,9 +72,7 @@ template <typename OpTy> static OpFoldResult foldGroupOfOne(OpTy op) {
 }
 
 static double bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return static_cast<double>(tensor.getNumElements()) *
-         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return static_cast<double>(tensorBytes(type));
 }
 
 /// Checks that `result` has the `expected` shape for a group of `n`.

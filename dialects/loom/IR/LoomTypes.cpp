@@ -17,6 +17,11 @@ using namespace loom;
 #define GET_TYPEDEF_CLASSES
 #include "dialects/loom/IR/LoomTypes.cpp.inc"
 
+int64_t loom::tensorBytes(RankedTensorType type) {
+  return type.getNumElements() *
+         ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
 void LoomDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST

@@ -24,12 +24,6 @@ using namespace loom;
 
 namespace {
 
-int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
-
 bool isCombinable(Operation *op) {
   return isa<AllGatherOp, AllReduceOp, ReduceScatterOp>(op) &&
          !isa<StartOp, CombinedOp>(op->getParentOp());
@@ -116,8 +110,8 @@ struct CombineCollectivesPass
       for (Operation *user : op->getResult(0).getUsers())
         if (Operation *inBlock = block.findAncestorOpInBlock(*user))
           firstReader = std::min(firstReader, index.lookup(inBlock));
-      int64_t bytes = std::max(bytesOf(op->getOperand(0).getType()),
-                               bytesOf(op->getResult(0).getType()));
+      int64_t bytes = std::max(tensorBytes(op->getOperand(0).getType()),
+                               tensorBytes(op->getResult(0).getType()));
       Key key = keyOf(op);
       Group *joined = nullptr;
       for (Group &group : groups)

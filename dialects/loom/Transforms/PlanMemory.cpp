@@ -29,14 +29,6 @@ namespace {
 
 constexpr int64_t kAlignment = LoomDialect::kArenaAlignment;
 
-/// Whole bytes per element first: elements times bits could overflow where
-/// the bytes do not (checkSizes bounds the product).
-int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  return tensor.getNumElements() * ((bits + 7) / 8);
-}
-
 struct Buffer {
   Value value;
   int64_t bytes = 0, first = 0, last = 0, offset = -1;
@@ -292,7 +284,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     auto defineBuffer = [&](Value value, int64_t first) {
       Buffer &buffer = buffers[value];
       buffer.value = value;
-      buffer.bytes = bytesOf(value.getType());
+      buffer.bytes = tensorBytes(value.getType());
       buffer.first = buffer.last = first;
     };
     for (BlockArgument argument : func.getArguments()) {
@@ -383,7 +375,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
         return;
       Buffer scratch;
       for (Value result : repeat.getCarriedResults())
-        scratch.bytes = std::max(scratch.bytes, bytesOf(result.getType()));
+        scratch.bytes = std::max(scratch.bytes, tensorBytes(result.getType()));
       scratch.first = scratch.last =
           index[repeat.getBody().front().getTerminator()];
       scratches.push_back({repeat, scratch});

@@ -320,11 +320,7 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
       continue;
     const Member &a = group.members[targetIndex];
     const Member &b = group.members[index];
-    auto bytes = [](Value value) {
-      auto type = cast<RankedTensorType>(value.getType());
-      return type.getNumElements() *
-             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-    };
+    auto bytes = [](Value value) { return tensorBytes(value.getType()); };
     // A result annotation asking for an axis that the operand uses for
     // another factor of the op is met after the op, by resharding the result
     // (a reduce_scatter of a row-parallel product): moving the operand would
@@ -373,9 +369,7 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
   // the activation, not the weight).
   // A value's bytes a device, were it split over its axes but `axis`.
   auto bytesBesides = [&](Value value, StringAttr axis) {
-    auto type = cast<RankedTensorType>(value.getType());
-    double bytes = static_cast<double>(type.getNumElements()) *
-                   std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    double bytes = static_cast<double>(tensorBytes(value.getType()));
     for (const DimState &dim : states[value])
       for (StringAttr other : dim.axes)
         if (other != axis)

@@ -28,12 +28,10 @@
 using namespace mlir;
 using namespace loom;
 
+/// A value that is not a tensor (a future, a token) holds no bytes here.
 static int64_t bytesOf(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return 0;
-  return tensor.getNumElements() *
-         std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
+  return tensor ? tensorBytes(tensor) : 0;
 }
 
 static int64_t elementBytesOf(Value value) {

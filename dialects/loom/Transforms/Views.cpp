@@ -205,17 +205,12 @@ SmallVector<loom::CarriedMove> loom::carriedMoves(ArrayRef<int> sources) {
 }
 
 loom::ArenaAddress loom::arenaAddress(Value value) {
-  auto bytesOf = [](Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    return tensor.getNumElements() *
-           tensor.getElementType().getIntOrFloatBitWidth() / 8;
-  };
   if (auto argument = dyn_cast<BlockArgument>(value)) {
     Operation *parent = argument.getOwner()->getParentOp();
     if (auto func = dyn_cast<func::FuncOp>(parent)) {
       auto offset = func.getArgAttrOfType<IntegerAttr>(
           argument.getArgNumber(), LoomDialect::kOffsetAttrName);
-      return {offset ? offset.getInt() : -1, bytesOf(value.getType()), {}};
+      return {offset ? offset.getInt() : -1, tensorBytes(value.getType()), {}};
     }
     auto repeat = cast<RepeatOp>(parent);
     unsigned index = argument.getArgNumber();
@@ -223,7 +218,7 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
       return arenaAddress(repeat.getResult(index));
     Value stacked = repeat.getStacked()[index - repeat.getCarried().size()];
     ArenaAddress address = arenaAddress(stacked);
-    address.steps.push_back({repeat, bytesOf(argument.getType())});
+    address.steps.push_back({repeat, tensorBytes(argument.getType())});
     return address;
   }
   Operation *op = value.getDefiningOp();
@@ -235,7 +230,7 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
       op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
   ArenaAddress address{
       offsets ? offsets[cast<OpResult>(value).getResultNumber()] : -1,
-      bytesOf(value.getType()),
+      tensorBytes(value.getType()),
       {}};
   if (Operation *start = prefetchedStartOf(op)) {
     address.steps.push_back(
