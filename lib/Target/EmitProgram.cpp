@@ -906,31 +906,38 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
 
   if (target == Target::Cuda) {
     // One kernel per group: a grid-stride loop over the output's elements,
-    // whose linear index i is the output's offset. An operand laid out as
-    // the output's trailing dimensions and broadcast along the others (the
-    // output's shape, a bias, a table of positions) is at i modulo its
-    // elements; only the dimensions other operands step along are
-    // unravelled from i (each a division, slow beside an element's work).
+    // whose linear index i is the output's offset. An operand that steps
+    // along one run of the output's dimensions, laid out as they are, and
+    // is broadcast along the others (the output's shape, a bias, a table of
+    // positions, a scale per row) is at i divided by the elements after
+    // the run, modulo the run's elements. Other operands need the indices
+    // of the dimensions they step along, unravelled from i (each a
+    // division, slow beside an element's work).
     SmallVector<bool> needed(rank, false);
     if (!flat) {
       for (auto [at, dimStrides] : llvm::zip(inIndex, strides)) {
         ArrayRef<int64_t> perDim = dimStrides;
-        int k = rank;
-        while (k > 0 &&
-               (perDim[k - 1] == outStrides[k - 1] || shape[k - 1] == 1))
-          --k;
-        if (llvm::all_of(llvm::seq(0, k), [&](int d) {
-              return perDim[d] == 0 || shape[d] == 1;
+        auto steps = [&](int d) { return perDim[d] != 0 && shape[d] != 1; };
+        SmallVector<int> stepping =
+            llvm::to_vector(llvm::make_filter_range(llvm::seq(0, rank), steps));
+        if (stepping.empty()) {
+          at = "0";
+          continue;
+        }
+        int first = stepping.front(), last = stepping.back();
+        int64_t after = outStrides[last];
+        if (llvm::all_of(llvm::seq(first, last + 1), [&](int d) {
+              return shape[d] == 1 || perDim[d] * after == outStrides[d];
             })) {
-          at = k == 0      ? "i"
-               : k == rank ? "0"
-                           : "i % " + std::to_string(outStrides[k - 1]);
+          at = "i";
+          if (after != 1)
+            at += " / " + std::to_string(after);
+          if (first > 0)
+            at += " % " + std::to_string(outStrides[first - 1] / after);
           continue;
         }
         at.clear();
-        for (int d = 0; d < rank; ++d) {
-          if (!perDim[d] || shape[d] == 1)
-            continue;
+        for (int d : stepping) {
           needed[d] = true;
           at += (at.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
                 (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
