@@ -118,6 +118,17 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape, int rank) {
   return perDim;
 }
 
+/// `i0 * s0 + i1 * s1 + ...` over the dimensions with a nonzero stride (an
+/// operand's offset from the loop indices), or `0`.
+std::string linearIndex(ArrayRef<int64_t> perDim) {
+  std::string text;
+  for (auto [d, stride] : llvm::enumerate(perDim))
+    if (stride)
+      text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
+              (stride == 1 ? "" : " * " + std::to_string(stride));
+  return text.empty() ? std::string("0") : text;
+}
+
 /// Whether an element-wise input with these per-dimension strides (0 where
 /// it broadcasts) moves with the output's last dimension, element for
 /// element: in a flat loop, every input but a scalar.
@@ -615,19 +626,11 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     stride *= space[d];
     outCount *= space[d];
   }
-  auto linear = [&](ArrayRef<int64_t> perDim) {
-    std::string text;
-    for (int d = 0; d < rank; ++d)
-      if (perDim[d])
-        text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
-                (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
-    return text.empty() ? std::string("0") : text;
-  };
   SmallVector<std::string> inIndex;
   for (Value input : inputs) {
     ArrayRef<int64_t> inShape = tensorType(input).getShape();
     SmallVector<int64_t> perDim = broadcastStrides(inShape, rank);
-    inIndex.push_back(linear(perDim));
+    inIndex.push_back(linearIndex(perDim));
   }
   Type element = tensorType(result).getElementType();
   bool integer = !isFloat(element), isMax = isa<MaxOp>(reduction);
@@ -752,7 +755,7 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
                          << space[d] << "; ++i" << d << ")"
                          << (d + 1 == rank ? " {\n" : "\n");
   indent += rank;
-  line() << accType << " &acc = " << accumulators << "[" << linear(outStride)
+  line() << accType << " &acc = " << accumulators << "[" << linearIndex(outStride)
          << "];\n";
   std::string value = emitElementStatements(
       bodyOs, indent, op, inputs, fusedBody, inNames, inIndex, nullptr, nextId);
@@ -878,14 +881,6 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     flat &= full || scalar;
     strides.push_back(perDim);
   }
-  auto linear = [&](ArrayRef<int64_t> perDim) {
-    std::string text;
-    for (int d = 0; d < rank; ++d)
-      if (perDim[d])
-        text += (text.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
-                (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
-    return text.empty() ? std::string("0") : text;
-  };
   auto isScalar = [](ArrayRef<int64_t> perDim) {
     return llvm::all_of(perDim, [](int64_t s) { return s == 0; });
   };
@@ -896,9 +891,9 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     for (ArrayRef<int64_t> perDim : strides)
       inIndex.push_back(isScalar(perDim) ? "0" : "i");
   } else {
-    outIndex = linear(outStrides);
+    outIndex = linearIndex(outStrides);
     for (ArrayRef<int64_t> perDim : strides)
-      inIndex.push_back(linear(perDim));
+      inIndex.push_back(linearIndex(perDim));
   }
   std::string where =
       (op->getName().getStringRef() + " at " + formatSourceLoc(op->getLoc()))
@@ -910,21 +905,21 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     // along one run of the output's dimensions, laid out as they are, and
     // is broadcast along the others (the output's shape, a bias, a table of
     // positions, a scale per row) is at i divided by the elements after
-    // the run, modulo the run's elements. Other operands need the indices
-    // of the dimensions they step along, unravelled from i (each a
-    // division, slow beside an element's work).
+    // the run, modulo the run's elements. Other operands keep their offset
+    // from the indices of the dimensions they step along, unravelled from i
+    // (each a division, slow beside an element's work). A size-1 dimension
+    // has stride 0 in every operand (broadcastStrides).
     SmallVector<bool> needed(rank, false);
     if (!flat) {
       for (auto [at, dimStrides] : llvm::zip(inIndex, strides)) {
         ArrayRef<int64_t> perDim = dimStrides;
-        auto steps = [&](int d) { return perDim[d] != 0 && shape[d] != 1; };
-        SmallVector<int> stepping =
-            llvm::to_vector(llvm::make_filter_range(llvm::seq(0, rank), steps));
-        if (stepping.empty()) {
-          at = "0";
-          continue;
-        }
-        int first = stepping.front(), last = stepping.back();
+        auto stepping = llvm::make_filter_range(
+            llvm::seq(0, rank), [&](int d) { return perDim[d] != 0; });
+        if (stepping.empty())
+          continue; // a scalar: at is "0"
+        int first = *stepping.begin(), last = first;
+        for (int d : stepping)
+          last = d;
         int64_t after = outStrides[last];
         if (llvm::all_of(llvm::seq(first, last + 1), [&](int d) {
               return shape[d] == 1 || perDim[d] * after == outStrides[d];
@@ -936,12 +931,8 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
             at += " % " + std::to_string(outStrides[first - 1] / after);
           continue;
         }
-        at.clear();
-        for (int d : stepping) {
+        for (int d : stepping)
           needed[d] = true;
-          at += (at.empty() ? "" : " + ") + ("i" + Twine(d)).str() +
-                (perDim[d] == 1 ? "" : " * " + std::to_string(perDim[d]));
-        }
       }
     }
     SmallVector<std::string> inNames;

@@ -98,6 +98,12 @@ int main(int argc, char **argv) {
   cudaEvent_t done, passed;
   check(cudaEventCreate(&done) == cudaSuccess, "cudaEventCreate");
   check(cudaEventCreate(&passed) == cudaSuccess, "cudaEventCreate");
+  // `waiting`'s later work waits for `on`'s work so far, through `event`.
+  auto follow = [](cudaStream_t waiting, cudaStream_t on, cudaEvent_t event) {
+    check(cudaEventRecord(event, on) == cudaSuccess, "cudaEventRecord");
+    check(cudaStreamWaitEvent(waiting, event, 0) == cudaSuccess,
+          "cudaStreamWaitEvent");
+  };
   const bool early =
       mode == "--early-wait" || mode == "--early-synchronize-third";
   if (early)
@@ -115,12 +121,8 @@ int main(int argc, char **argv) {
           "cudaMemsetAsync");
   const bool throughThird = mode == "--chain" || mode == "--long-chain" ||
                             mode == "--synchronize-third";
-  if (mode == "--wait" || throughThird) {
-    check(cudaEventRecord(done, first) == cudaSuccess, "cudaEventRecord");
-    cudaStream_t waiting = mode == "--wait" ? second : third;
-    check(cudaStreamWaitEvent(waiting, done, 0) == cudaSuccess,
-          "cudaStreamWaitEvent");
-  }
+  if (mode == "--wait" || throughThird)
+    follow(mode == "--wait" ? second : third, first, done);
   if (mode == "--early-synchronize-third")
     check(cudaStreamWaitEvent(third, done, 0) == cudaSuccess,
           "cudaStreamWaitEvent");
@@ -128,16 +130,11 @@ int main(int argc, char **argv) {
   cudaStream_t last = third;
   if (mode == "--long-chain")
     for (cudaStream_t link : links) {
-      check(cudaEventRecord(passed, last) == cudaSuccess, "cudaEventRecord");
-      check(cudaStreamWaitEvent(link, passed, 0) == cudaSuccess,
-            "cudaStreamWaitEvent");
+      follow(link, last, passed);
       last = link;
     }
-  if (mode == "--chain" || mode == "--long-chain") {
-    check(cudaEventRecord(passed, last) == cudaSuccess, "cudaEventRecord");
-    check(cudaStreamWaitEvent(second, passed, 0) == cudaSuccess,
-          "cudaStreamWaitEvent");
-  }
+  if (mode == "--chain" || mode == "--long-chain")
+    follow(second, last, passed);
   if (mode == "--synchronize")
     check(cudaStreamSynchronize(first) == cudaSuccess, "cudaStreamSynchronize");
   if (mode == "--synchronize-third" || mode == "--early-synchronize-third")
