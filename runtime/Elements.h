@@ -58,6 +58,15 @@ LOOMRT_INLINE void store(int dtype, void *base, int64_t i, float value) {
   }
 }
 
+/// `value` rounded to a floating element type and widened back.
+LOOMRT_INLINE float roundToType(int dtype, float value) {
+  if (dtype == LOOMRT_BF16)
+    return loomrt_bf16_to_f32(loomrt_f32_to_bf16(value));
+  if (dtype == LOOMRT_F16)
+    return loomrt_f16_to_f32(loomrt_f32_to_f16(value));
+  return value;
+}
+
 LOOMRT_INLINE int64_t loadInt(int dtype, const void *base, int64_t i) {
   return dtype == LOOMRT_I32 ? static_cast<const int32_t *>(base)[i]
                              : static_cast<const int64_t *>(base)[i];

@@ -76,27 +76,33 @@ int64_t ulps(int dtype, float got, double exact) {
 /// The most ulps over the rows of a norm against the exact one, each row
 /// held by `Lanes` threads with K packs each. With `add`, the kernel's
 /// rows are x0 + x1 (loomrt_add_norm): the sum it stores must be their sum
-/// rounded once, bit for bit, and the norm is of that sum.
+/// rounded once, bit for bit, and the norm is of that sum. With
+/// `addendBias`, x1 is x1 + c (a row c), rounded before the sum.
 template <int Dtype, int ScaleDtype, int Lanes = kBlockRow, int K = kRowPacks>
 int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks,
-                  bool add = false) {
+                  bool add = false, bool addendBias = false) {
   std::vector<float> x = randomValues(Dtype, size_t(rows * n), 0.5f, 1),
                      gain = randomValues(ScaleDtype, size_t(n), 1.0f, 2),
                      shift = randomValues(ScaleDtype, size_t(n), 0.0f, 3),
-                     addend = randomValues(Dtype, size_t(rows * n), -0.25f, 4);
-  Buffer in(Dtype, x), other(Dtype, addend), scale(ScaleDtype, gain),
+                     addend = randomValues(Dtype, size_t(rows * n), -0.25f, 4),
+                     row = randomValues(Dtype, size_t(n), 0.125f, 5);
+  Buffer in(Dtype, x), other(Dtype, addend), rowBias(Dtype, row),
+      scale(ScaleDtype, gain),
       bias(ScaleDtype, shift),
       out(Dtype, std::vector<float>(size_t(rows * n), 0.0f)),
       sum(Dtype, std::vector<float>(size_t(rows * n), 0.0f));
   const float eps = 1e-5f;
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
     normVecKernel<Dtype, ScaleDtype, Lanes, K>(
-        in.data(), add ? other.data() : nullptr, add ? sum.data() : nullptr,
+        in.data(), add ? other.data() : nullptr,
+        addendBias ? rowBias.data() : nullptr, add ? sum.data() : nullptr,
         scale.data(), rms ? nullptr : bias.data(), out.data(), rows, n, eps,
         rms);
   });
   if (add)
     for (size_t i = 0; i < x.size(); ++i) {
+      if (addendBias) // the addend and its bias, rounded first
+        addend[i] = Buffer(Dtype, {addend[i] + row[i % size_t(n)]}).at(0);
       Buffer rounded(Dtype, {x[i] + addend[i]});
       EXPECT_EQ(sum.at(int64_t(i)), rounded.at(0)) << "sum element " << i;
       x[i] = rounded.at(0);
@@ -154,6 +160,20 @@ TEST(RowKernelsTest, AddThenNormRows) {
   EXPECT_LE(
       (normError<LOOMRT_F16, LOOMRT_F16, kWarpRow, 2>(7, 512, true, 1, true)),
       1);
+}
+
+TEST(RowKernelsTest, AddBiasedAddendThenNormRows) {
+  // x + (m + c) and its norm, c a row (loom.add_norm with `plus`): a GPT's
+  // MLP output with its bias added to the residual stream, normalised by
+  // the next layer; a warp a row and a block a row.
+  EXPECT_LE((normError<LOOMRT_BF16, LOOMRT_F32, kWarpRow, 4>(19, 768, false, 2,
+                                                             true, true)),
+            1);
+  EXPECT_LE((normError<LOOMRT_BF16, LOOMRT_F32>(5, 768, false, 2, true, true)),
+            1);
+  EXPECT_LE((normError<LOOMRT_F16, LOOMRT_F16, kWarpRow, 2>(7, 512, true, 1,
+                                                            true, true)),
+            1);
 }
 
 TEST(RowKernelsTest, RmsNormF16RowsWithF16Gains) {

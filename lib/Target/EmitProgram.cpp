@@ -1659,12 +1659,14 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     int64_t n = tensorType(scale).getNumElements();
     int64_t rows =
         tensorType(addNorm.getLhs()).getNumElements() / std::max<int64_t>(n, 1);
+    auto optional = [&](Value value) {
+      return value ? pointer(value) : std::string("nullptr");
+    };
     line() << "loomrt_add_norm(" << dtype(addNorm.getLhs()) << ", "
            << pointer(addNorm.getLhs()) << ", " << pointer(addNorm.getRhs())
-           << ", " << pointer(addNorm.getSum()) << ", " << dtype(scale) << ", "
-           << pointer(scale) << ", "
-           << (addNorm.getBias() ? pointer(addNorm.getBias())
-                                 : std::string("nullptr"))
+           << ", " << optional(addNorm.getRhsBias()) << ", "
+           << pointer(addNorm.getSum()) << ", " << dtype(scale) << ", "
+           << pointer(scale) << ", " << optional(addNorm.getBias())
            << ", " << pointer(addNorm.getResult()) << ", " << rows << ", " << n
            << ", " << llvm::format("%.17g", addNorm.getEps().convertToDouble())
            << ", " << (addNorm.getRms() ? 1 : 0) << "); // " << op->getName()

@@ -574,22 +574,31 @@ extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
 }
 
 namespace {
-/// loomrt_norm, and with `b` loomrt_add_norm: each row of x is x + b,
-/// rounded to dtype and stored in `sum` before it is normalised.
-void normRows(int dtype, const void *x, const void *b, void *sumOut,
-              int scaleDtype, const void *scale, const void *bias, void *out,
-              int64_t rows, int64_t n, double eps, int rms) {
+/// loomrt_norm, and with `b` loomrt_add_norm: each row of x is x + b
+/// (b + bBias first, rounded, where bBias is set), rounded to dtype and
+/// stored in `sum` before it is normalised.
+void normRows(int dtype, const void *x, const void *b, const void *bBias,
+              void *sumOut, int scaleDtype, const void *scale,
+              const void *bias, void *out, int64_t rows, int64_t n,
+              double eps, int rms) {
   std::vector<float> row(static_cast<size_t>(n)), gain(static_cast<size_t>(n)),
-      shift(static_cast<size_t>(n), 0.0f), addend;
+      shift(static_cast<size_t>(n), 0.0f), addend, addendBias;
   widen(scaleDtype, scale, 0, n, gain.data());
   if (bias)
     widen(scaleDtype, bias, 0, n, shift.data());
   if (b)
     addend.resize(static_cast<size_t>(n));
+  if (bBias) {
+    addendBias.resize(static_cast<size_t>(n));
+    widen(dtype, bBias, 0, n, addendBias.data());
+  }
   for (int64_t r = 0; r < rows; ++r) {
     widen(dtype, x, r * n, n, row.data());
     if (b) {
       widen(dtype, b, r * n, n, addend.data());
+      if (bBias)
+        for (int64_t j = 0; j < n; ++j)
+          addend[j] = roundToType(dtype, addend[j] + addendBias[j]);
       for (int64_t j = 0; j < n; ++j) {
         store(dtype, sumOut, r * n + j, row[j] + addend[j]);
         row[j] = load(dtype, sumOut, r * n + j); // the rounded sum
@@ -617,15 +626,16 @@ void normRows(int dtype, const void *x, const void *b, void *sumOut,
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
                             int64_t rows, int64_t n, double eps, int rms) {
-  normRows(dtype, x, nullptr, nullptr, scaleDtype, scale, bias, out, rows, n,
-           eps, rms);
+  normRows(dtype, x, nullptr, nullptr, nullptr, scaleDtype, scale, bias, out,
+           rows, n, eps, rms);
 }
 
 extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,
-                                void *sum, int scaleDtype, const void *scale,
-                                const void *bias, void *out, int64_t rows,
-                                int64_t n, double eps, int rms) {
-  normRows(dtype, a, b, sum, scaleDtype, scale, bias, out, rows, n, eps, rms);
+                                const void *bBias, void *sum, int scaleDtype,
+                                const void *scale, const void *bias, void *out,
+                                int64_t rows, int64_t n, double eps, int rms) {
+  normRows(dtype, a, b, bBias, sum, scaleDtype, scale, bias, out, rows, n, eps,
+           rms);
 }
 
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,

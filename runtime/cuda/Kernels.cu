@@ -1138,7 +1138,7 @@ void forFloatType(int dtype, Args... args) {
 /// The operands of a norm (and of the sum before it, when `addend` is set:
 /// loomrt_add_norm).
 struct NormArgs {
-  const void *x, *addend;
+  const void *x, *addend, *addendBias;
   void *sum;
   const void *scale, *bias;
   void *out;
@@ -1151,7 +1151,8 @@ template <int Dtype, int ScaleDtype, int Lanes, int K>
 void launchNormRows(const NormArgs &a) {
   normVecKernel<Dtype, ScaleDtype, Lanes, K>
       <<<blocksFor(a.rows, kBlockRow / Lanes), kBlockRow, 0,
-         device().stream>>>(a.x, a.addend, a.sum, a.scale, a.bias, a.out,
+         device().stream>>>(a.x, a.addend, a.addendBias, a.sum, a.scale,
+                            a.bias, a.out,
                             a.rows, a.n, a.eps, a.rms);
 }
 
@@ -1570,13 +1571,19 @@ extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
   check(cudaGetLastError(), "softmax statistics");
 }
 
-/// sum = a + b, rounded to dtype: the plain kernels' first step of
+/// sum = a + b, rounded to dtype, where b is b + bBias[i % n] rounded to
+/// dtype first if bBias is set: the plain kernels' first step of
 /// loomrt_add_norm.
-__global__ void addKernel(int dtype, const void *a, const void *b, void *sum,
-                          int64_t count) {
+__global__ void addKernel(int dtype, const void *a, const void *b,
+                          const void *bBias, void *sum, int64_t count,
+                          int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
-    store(dtype, sum, i, load(dtype, a, i) + load(dtype, b, i));
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float addend = load(dtype, b, i);
+    if (bBias)
+      addend = roundToType(dtype, addend + load(dtype, bBias, i % n));
+    store(dtype, sum, i, load(dtype, a, i) + addend);
+  }
 }
 
 /// loomrt_norm, and loomrt_add_norm with an addend: the row kernel in
@@ -1585,13 +1592,14 @@ __global__ void addKernel(int dtype, const void *a, const void *b, void *sum,
 void normOrAddNorm(int dtype, int scaleDtype, const NormArgs &a) {
   if (normVecScales(dtype, scaleDtype) &&
       packable(dtype, a.n, true,
-               {a.x, a.addend, a.sum, a.scale, a.bias, a.out})) {
+               {a.x, a.addend, a.addendBias, a.sum, a.scale, a.bias,
+                a.out})) {
     forFloatType<LaunchNorm>(dtype, scaleDtype, a);
   } else {
     const void *x = a.x;
     if (a.addend) {
       addKernel<<<blocksFor(a.rows * a.n), 256, 0, device().stream>>>(
-          dtype, a.x, a.addend, a.sum, a.rows * a.n);
+          dtype, a.x, a.addend, a.addendBias, a.sum, a.rows * a.n, a.n);
       x = a.sum;
     }
     normKernel<<<blocksFor(a.rows, 1), 256, 0, device().stream>>>(
@@ -1605,16 +1613,16 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
                             int64_t rows, int64_t n, double eps, int rms) {
   normOrAddNorm(dtype, scaleDtype,
-                {x, nullptr, nullptr, scale, bias, out, rows, n, float(eps),
-                 rms});
+                {x, nullptr, nullptr, nullptr, scale, bias, out, rows, n,
+                 float(eps), rms});
 }
 
 extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,
-                                void *sum, int scaleDtype, const void *scale,
-                                const void *bias, void *out, int64_t rows,
-                                int64_t n, double eps, int rms) {
-  normOrAddNorm(dtype, scaleDtype,
-                {a, b, sum, scale, bias, out, rows, n, float(eps), rms});
+                                const void *bBias, void *sum, int scaleDtype,
+                                const void *scale, const void *bias, void *out,
+                                int64_t rows, int64_t n, double eps, int rms) {
+  normOrAddNorm(dtype, scaleDtype, {a, b, bBias, sum, scale, bias, out, rows,
+                                    n, float(eps), rms});
 }
 
 //--- Fused attention (runtime/cuda/FusedAttention.cuh) ---------------------

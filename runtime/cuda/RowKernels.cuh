@@ -156,9 +156,11 @@ template <int Dtype> __device__ __forceinline__ float roundTo(float value) {
 /// of the `Lanes` threads that share it (K packs each, so rows of up to
 /// Lanes * K packs), 256 threads a block. With an `addend`, each row is
 /// x + addend, rounded to Dtype and stored in `sum` first
-/// (loomrt_add_norm).
+/// (loomrt_add_norm); with `addendBias` too (a row of Dtype), the addend is
+/// addend + addendBias, rounded to Dtype before the sum.
 template <int Dtype, int ScaleDtype, int Lanes, int K>
-__global__ void normVecKernel(const void *x, const void *addend, void *sum,
+__global__ void normVecKernel(const void *x, const void *addend,
+                              const void *addendBias, void *sum,
                               const void *scale, const void *bias, void *out,
                               int64_t rows, int64_t n, float eps, int rms) {
   constexpr int N = Pack<Dtype>::N;
@@ -178,6 +180,12 @@ __global__ void normVecKernel(const void *x, const void *addend, void *sum,
         if (addend) {
           float w[N];
           loadPack<Dtype>(addend, r * n + p * N, w);
+          if (addendBias) {
+            float c[N];
+            loadPack<Dtype>(addendBias, p * N, c);
+            for (int i = 0; i < N; ++i)
+              w[i] = roundTo<Dtype>(w[i] + c[i]);
+          }
           for (int i = 0; i < N; ++i)
             v[k][i] = roundTo<Dtype>(v[k][i] + w[i]);
           storePack<Dtype>(sum, r * n + p * N, v[k]);

@@ -255,9 +255,11 @@ void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
 void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,
                  const void *bias, void *out, int64_t rows, int64_t n, double eps, int rms);
 /* sum = a + b (rows x n elements of dtype, rounded to it), then out = the
- * loomrt_norm of sum, reading a and b once (loom.add_norm). */
-void loomrt_add_norm(int dtype, const void *a, const void *b, void *sum,
-                     int scale_dtype, const void *scale, const void *bias,
+ * loomrt_norm of sum, reading a and b once (loom.add_norm). With b_bias
+ * (n elements of dtype, or null), the second addend is b + b_bias, rounded
+ * to dtype first. */
+void loomrt_add_norm(int dtype, const void *a, const void *b,
+                     const void *b_bias, void *sum, int scale_dtype, const void *scale, const void *bias,
                      void *out, int64_t rows, int64_t n, double eps, int rms);
 /* Attention over `outer` x `inner` batch entries: q [s, e], k [t, e] and
  * v [t, f] read and out [s, f] written per entry, each through its strides

@@ -248,6 +248,16 @@ LogicalResult AddNormOp::verify() {
     if (type != lhs)
       return emitOpError("needs addends, sum and result of one type, got ")
              << describeType(lhs) << " and " << describeType(type);
+  if (Value rhsBias = getRhsBias()) {
+    auto vector = cast<RankedTensorType>(rhsBias.getType());
+    if (vector.getRank() != 1 || lhs.getRank() == 0 ||
+        vector.getDimSize(0) != lhs.getShape().back() ||
+        vector.getElementType() != lhs.getElementType())
+      return emitOpError("needs `plus` a vector of the addends' element type "
+                         "over their last dimension, got ")
+             << describeType(vector) << " for addends "
+             << describeType(lhs);
+  }
   if (getRms() == bool(getBias()))
     return emitOpError(getRms() ? "with `rms` takes no bias"
                                 : "needs a bias (or `rms`)");

@@ -308,32 +308,40 @@ def Loom_RMSNormOp : Loom_Op<"rmsnorm", [Pure, InferTypeOpAdaptor,
   }];
 }
 
-def Loom_AddNormOp : Loom_Op<"add_norm", [Pure]> {
+def Loom_AddNormOp : Loom_Op<"add_norm", [Pure, AttrSizedOperandSegments]> {
   let summary = "A residual sum and its layer or RMS norm, in one pass";
   let description = [{
     `sum = lhs + rhs` (same shape and type, rounded to it), and `result`
     the `loom.layernorm` of `sum` with `scale`, `bias` and `eps` (with
-    `rms`, the `loom.rmsnorm`: no bias). `loom-fuse-add-norm` makes it out
-    of a residual connection and the norm that reads it, so that a backend
-    reads the two addends once and the sum never again: a pre-norm
-    transformer layer's `x + attention(h)` and the norm of the MLP. Both
-    results are the two ops' own, to the bit. Backends read each row whole
+    `rms`, the `loom.rmsnorm`: no bias). With `plus rhs_bias` (a vector
+    over the last dimension, of the addends' element type), the second
+    addend is `rhs + rhs_bias`, rounded to the type before the sum, as
+    `lhs + (rhs + rhs_bias)` would be: a biased projection added to the
+    residual stream. `loom-fuse-add-norm` makes it out of a residual
+    connection and the norm that reads it, so that a backend reads the
+    addends once and the sum never again: a pre-norm transformer layer's
+    `x + attention(h)` and the norm of the MLP, and (rotating a
+    `loom.repeat`) `x + mlp(h)` and the next layer's first norm. Both
+    results are the ops' own, to the bit. Backends read each row whole
     before they write it, so `loom-plan-memory` may place `result` in
     `rhs`'s buffer when this op is its last reader.
 
     ```mlir
     %s, %y = loom.add_norm %x, %a, %g, %b eps = 1.0e-05 : tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+    %t, %z = loom.add_norm %x, %m plus %c, %g eps = 1.0e-06 rms : tensor<2x4x8xbf16>, tensor<2x4x8xbf16> plus tensor<8xbf16>, tensor<8xf32> -> tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
     ```
   }];
   let arguments = (ins Loom_FloatTensor:$lhs, Loom_FloatTensor:$rhs,
+                       Optional<Loom_FloatTensor>:$rhs_bias,
                        Loom_FloatTensor:$scale,
                        Optional<Loom_FloatTensor>:$bias, F64Attr:$eps,
                        UnitAttr:$rms);
   let results = (outs Loom_FloatTensor:$sum, Loom_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs `,` $scale (`,` $bias^)? `eps` `=` $eps (`rms` $rms^)?
-    attr-dict `:` type($lhs) `,` type($rhs) `,` type($scale)
-    (`,` type($bias)^)? `->` type($sum) `,` type($result)
+    $lhs `,` $rhs (`plus` $rhs_bias^)? `,` $scale (`,` $bias^)? `eps` `=` $eps
+    (`rms` $rms^)? attr-dict `:` type($lhs) `,` type($rhs)
+    (`plus` type($rhs_bias)^)? `,` type($scale) (`,` type($bias)^)? `->`
+    type($sum) `,` type($result)
   }];
   let hasVerifier = 1;
 }

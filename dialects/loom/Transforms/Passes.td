@@ -481,7 +481,18 @@ def LoomFuseAddNorm : Pass<"loom-fuse-add-norm", "mlir::func::FuncOp"> {
     (the residual stream). Backends read the two addends once, write the
     sum and normalise it from registers: a pre-norm transformer layer's
     `x = x + attention(h)` and `layernorm(x)` cost one pass instead of a
-    write and a read of x between two launches.
+    write and a read of x between two launches. A fusion group
+    `x + (m + c)`, c a vector over the last dimension (a biased
+    projection added to the residual stream), fuses too, as `add_norm`
+    with `plus c`.
+
+    A `loom.repeat` whose body begins with a norm of a carried value, whose
+    next value is such a sum and whose final value only a norm of the same
+    kind and eps reads is rotated first: the first layer's norm moves
+    before the loop, each iteration ends with the next layer's norm (its
+    gains stacked shifted by one, the final norm's last) and carries its
+    result, and the final norm is the loop's. Then each layer's last sum
+    and the next layer's first norm fuse, as the final one does.
 
     ```mlir
     %x = loom.add %r, %a : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
@@ -492,6 +503,7 @@ def LoomFuseAddNorm : Pass<"loom-fuse-add-norm", "mlir::func::FuncOp"> {
   }];
   let statistics = [
     Statistic<"numFused", "fused", "Number of sums normalised as they are made">,
+    Statistic<"numRotated", "rotated", "Number of carried values whose norm moved to the end of the loop">,
   ];
   let dependentDialects = ["loom::LoomDialect"];
 }

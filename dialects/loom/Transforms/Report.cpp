@@ -92,8 +92,8 @@ static double flopsOf(Operation *op) {
   }
   if (isa<LayerNormOp, RMSNormOp>(op))
     return 8.0 * elementsOf(op->getOperand(0));
-  if (isa<AddNormOp>(op)) // the sum, then the norm
-    return 9.0 * elementsOf(op->getOperand(0));
+  if (auto addNorm = dyn_cast<AddNormOp>(op)) // the sums, then the norm
+    return (addNorm.getRhsBias() ? 10.0 : 9.0) * elementsOf(op->getOperand(0));
   if (isa<SoftmaxOp>(op))
     return 5.0 * elementsOf(op->getOperand(0));
   if (isa<CrossEntropyOp>(op))

@@ -111,8 +111,13 @@ class Program:
     that calls it; the block's inputs are its arguments, which the caller
     passes its own inputs for)."""
 
-    def __init__(self, rng, float_type, parent=None, zero3=None):
+    def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None):
         self.rng = rng
+        # With --pre-norm, draws whether a block is a pre-norm layer (a norm
+        # of x first, x plus a value last, a norm of the repeat's result
+        # after it: the form loom-fuse-add-norm rotates); None otherwise, so
+        # that the programs without the option stay what they were.
+        self.pre_norm = parent.pre_norm if parent else pre_norm
         # Draws whether a block's parameter is stored split over dp on its
         # first dimension (ZeRO-3, FSDP), so that a repeat gathers each
         # layer's slice; a stream of its own, so that the other draws stay
@@ -143,10 +148,10 @@ class Program:
             self.values.append((name, list(sizes)))
         return name
 
-    def add_param(self, sizes, init):
+    def add_param(self, sizes, init, replicated=False):
         name = self.fresh("w")
-        ann = random_annotation(self.rng, sizes)
-        if (self.parent and sizes[0] % 4 == 0 and self.zero3.random() < 0.4
+        ann = ["" for _ in sizes] if replicated else random_annotation(self.rng, sizes)
+        if (not replicated and self.parent and sizes[0] % 4 == 0 and self.zero3.random() < 0.4
                 and not any("dp" in axes_of(a) for a in ann[1:])):
             ann = ["<dp>"] + ann[1:]
         self.lines.append(f"param {name}: {type_text(sizes, ann, self.float)} = {init}")
@@ -371,6 +376,8 @@ class Program:
             return False
         name, sizes = self.pick(2)
         rng = self.rng
+        if self.pre_norm and self.pre_norm.random() < 0.6:
+            return self.pre_norm_block(name, sizes)
         # Sometimes a second value carried through (a second argument and
         # result: a repeat of two values).
         second = self.pick() if rng.random() < 0.3 else None
@@ -445,6 +452,60 @@ class Program:
             self.assign(f"Blk{index}({', '.join([name] + passed)}) as blk{index}", sizes)
         return True
 
+    def pre_norm_block(self, name, sizes):
+        """A pre-norm layer: h = a norm of x, a random body, and x plus a
+        value of x's shape, or plus a projection of one of x's rows with a
+        bias (loom.add_norm's `plus`); repeated, its result is normalised by
+        a norm of the same kind after the loop. The norms' gains are
+        replicated; x's layout is drawn as any value's."""
+        rng = self.rng
+        body = Program(rng, self.float, parent=self)
+        body.values.append(("x", list(sizes)))
+        rms = rng.random() < 0.5
+        gain = body.add_param(sizes[-1:], "uniform(0.5, 1.5)", replicated=True)
+        if rms:
+            body.lines.append(f"h = rmsnorm(x, {gain})")
+        else:
+            shift = body.add_param(sizes[-1:], "normal(0.1)", replicated=True)
+            body.lines.append(f"h = layernorm(x, {gain}, {shift})")
+        body.values.append(("h", list(sizes)))
+        # The layer reads h first (a projection), so that the norm is live.
+        width = rng.choice(SIZES)
+        project = body.add_param([sizes[-1], width], f"normal({1 / math.sqrt(sizes[-1]):.3f})")
+        body.assign(f"h @ {project}", sizes[:-1] + [width])
+        for _ in range(rng.randint(0, 3)):
+            body.random_op()
+        made = [v for v in body.values[2:] if v[0].startswith("v")]
+        last = made[-1] if made else ("h", list(sizes))
+        if last[1] == sizes:
+            result = f"x + {last[0]}"
+        else:
+            value, vsizes = last if last[1][:-1] == sizes[:-1] else ("h", sizes)
+            out = body.add_param([vsizes[-1], sizes[-1]], f"normal({1 / math.sqrt(vsizes[-1]):.3f})")
+            bias = body.add_param(sizes[-1:], "normal(0.1)")
+            result = f"x + ({value} @ {out} + {bias})"
+        index = len(self.blocks) + 1
+        signature = type_text(sizes, random_annotation(rng, sizes), self.float)
+        arguments = [f"x: {signature}"] + [f"{n}: {t}" for n, t, _, _ in body.inputs]
+        self.blocks.append(f"block Blk{index}({', '.join(arguments)}) -> {signature} {{\n"
+                           + "".join(f"  {line}\n" for line in body.lines)
+                           + f"  return {result}\n}}")
+        passed = [self.add_input(s, dtype) for _, _, s, dtype in body.inputs]
+        carried = self.assign(name, sizes)
+        self.lines.append(f"{carried} = repeat {rng.choice([1, 2, 3])} as layers{index} "
+                          f"{{ Blk{index}({', '.join([carried] + passed)}) }}")
+        if self.pre_norm.random() < 0.8:
+            # Mostly only the final norm reads the layers' result (the loop
+            # rotates then); otherwise later ops may read it too.
+            self.values.remove((carried, list(sizes)))
+        final_gain = self.add_param(sizes[-1:], "uniform(0.5, 1.5)", replicated=True)
+        if rms:
+            self.assign(f"rmsnorm({carried}, {final_gain})", sizes)
+        else:
+            final_shift = self.add_param(sizes[-1:], "normal(0.1)", replicated=True)
+            self.assign(f"layernorm({carried}, {final_gain}, {final_shift})", sizes)
+        return True
+
     def random_op(self):
         """One op of OPS that the values at hand allow (20 tries)."""
         kinds, weights = zip(*OPS)
@@ -497,17 +558,23 @@ OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsu
        ("block", 2), ("integers", 1), ("mlp", 1)]
 
 
-def generate(seed):
-    """The random program of `seed`, as a models.Model named random-SEED."""
+def generate(seed, pre_norm=False):
+    """The random program of `seed`, as a models.Model named random-SEED
+    (with `pre_norm`, random-pre-norm-SEED: some blocks are pre-norm
+    layers)."""
     rng = random.Random(seed)
     # One seed in three is a bf16 program, built as written (run.py compares
     # it norm-wise, as the examples' bf16 builds); the others are f32.
     bf16 = seed % 3 == 0
-    program = Program(rng, "bf16" if bf16 else "f32", zero3=random.Random(f"zero3-{seed}"))
+    program = Program(rng, "bf16" if bf16 else "f32", zero3=random.Random(f"zero3-{seed}"),
+                      pre_norm=random.Random(f"pre-norm-{seed}") if pre_norm else None)
     if rng.random() < 0.25:
         program.op_embedding()
     rank = rng.choice([2, 3, 3, 4])
     program.add_input([rng.choice([8, 8, 16])] + [rng.choice(SIZES) for _ in range(rank - 1)])
+    if program.pre_norm:
+        program.pre_norm_block(*(program.pick(2) or program.values[-1]))
+        normalised = program.values[-1]  # an output, so that the layers stay
     for _ in range(rng.randint(4, 10)):
         program.random_op()
     # Outputs: the last value and one or two others not yet read, and
@@ -516,6 +583,8 @@ def generate(seed):
             for word in re.findall(r"\b(?:v|in)\d+\b", line.split("=", 1)[-1])}
     unread = [v for v in program.values[:-1] if v[0] not in read and not v[0].startswith("in")]
     finals = [program.values[-1]] + unread[len(unread) - rng.randint(0, min(3, len(unread))):]
+    if program.pre_norm and normalised not in finals:
+        finals.append(normalised)
     outputs, returned = [], []
     for name, sizes in finals:
         out = program.fresh("out")
@@ -540,7 +609,8 @@ def generate(seed):
     text += [f"  {line}" for line in program.lines]
     text.append(f"  return {', '.join(returned)}")
     text.append("}")
-    return RandomModel(f"random-{seed}", "\n".join(text) + "\n", bf16=bf16)
+    name = f"random-pre-norm-{seed}" if pre_norm else f"random-{seed}"
+    return RandomModel(name, "\n".join(text) + "\n", bf16=bf16)
 
 
 def parse_seeds(text):
@@ -558,11 +628,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", required=True, type=int)
     parser.add_argument("--mesh", default="dp2tp2", help="a mesh tag of models.py (default dp2tp2)")
+    parser.add_argument("--pre-norm", action="store_true",
+                        help="make some blocks pre-norm layers (a norm first, a residual sum "
+                             "last, a norm after the repeat)")
     args = parser.parse_args()
     meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
     if args.mesh not in meshes:
         parser.error(f"--mesh must be one of {', '.join(meshes)}")
-    sys.stdout.write(models.render(generate(args.seed).template, meshes[args.mesh]))
+    sys.stdout.write(models.render(generate(args.seed, args.pre_norm).template,
+                                   meshes[args.mesh]))
     return 0
 
 

@@ -224,7 +224,7 @@ def mesh_flag(axes_sizes):
     return ["--mesh", ",".join(f"{a}={n}" for a, n in axes_sizes)] if axes_sizes else []
 
 
-def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None):
+def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_norm=False):
     cases = []
     for tag, mesh in [] if random_seeds else models.MESHES + (models.LONG_MESHES if long else []):
         if cuda_on_cpu and tag != "dp2tp2":
@@ -240,7 +240,8 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None):
                 cases.append(Case(f"example-{example}", tag, ranks, source, mesh_flag(over),
                                   source, mesh_flag([(a, 1) for a in EXAMPLE_AXES]),
                                   f"example-{example}-{'bf16' if bf16 else 'f32'}", bf16))
-    chosen = [random_models.generate(seed) for seed in random_seeds] if random_seeds else models.MODELS
+    chosen = ([random_models.generate(seed, pre_norm) for seed in random_seeds] if random_seeds
+              else models.MODELS)
     for m in chosen:
         if m.known_bug and not include_bugs:
             continue
@@ -478,6 +479,9 @@ def main():
     parser.add_argument("--random", metavar="SEEDS",
                         help="the random programs of random_models.py for these seeds ('1-20,25') "
                              "instead of the examples and models.py's models")
+    parser.add_argument("--pre-norm", action="store_true",
+                        help="with --random, make some of each program's blocks pre-norm layers "
+                             "(random_models.py --pre-norm), which loom-fuse-add-norm rotates")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
@@ -521,7 +525,9 @@ def main():
         seeds = random_models.parse_seeds(args.random) if args.random else None
     except ValueError as error:
         parser.error(f"--random: {error}")
-    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds)
+    if args.pre_norm and not seeds:
+        parser.error("--pre-norm goes with --random")
+    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, args.pre_norm)
              if args.filter in c.label]
     if args.list:
         for case in cases:

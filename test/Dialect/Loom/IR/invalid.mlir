@@ -1619,6 +1619,22 @@ func.func @add_norm_no_bias(%a: tensor<4x8xf32>, %g: tensor<8xf32>) {
 
 // -----
 
+func.func @add_norm_plus_length(%a: tensor<4x8xbf16>, %c: tensor<4xbf16>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.add_norm' op needs `plus` a vector of the addends' element type over their last dimension, got bf16[4] for addends bf16[4, 8]}}
+  %s, %y = loom.add_norm %a, %a plus %c, %g eps = 1.0e-05 rms : tensor<4x8xbf16>, tensor<4x8xbf16> plus tensor<4xbf16>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @add_norm_plus_type(%a: tensor<4x8xbf16>, %c: tensor<8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'loom.add_norm' op needs `plus` a vector of the addends' element type over their last dimension, got f32[8] for addends bf16[4, 8]}}
+  %s, %y = loom.add_norm %a, %a plus %c, %g eps = 1.0e-05 rms : tensor<4x8xbf16>, tensor<4x8xbf16> plus tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
 func.func @add_norm_scale(%a: tensor<4x8xf32>, %g: tensor<4xf32>) {
   // expected-error @+1 {{layernorm: scale/bias f32[4] must match the trailing dimensions of the input f32[4, 8]}}
   %s, %y = loom.add_norm %a, %a, %g, %g eps = 1.0e-05 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4x8xf32>, tensor<4x8xf32>

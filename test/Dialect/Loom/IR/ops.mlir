@@ -133,9 +133,13 @@ func.func @batched_einsum(%x: tensor<2x4x8xbf16>, %a: tensor<8x8xbf16>, %b: tens
 // CHECK-LABEL: func.func @add_norm(
 // CHECK:         loom.add_norm %arg0, %arg1, %arg2, %arg3 eps = 1.000000e-05 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
 // CHECK:         loom.add_norm %arg0, %arg1, %arg2 eps = 1.000000e-05 rms : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+// CHECK:         loom.add_norm %arg0, %arg1 plus %{{.*}}, %arg2, %arg3 eps = 1.000000e-05 : tensor<4x8xbf16>, tensor<4x8xbf16> plus tensor<8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
 func.func @add_norm(%x: tensor<4x8xbf16>, %a: tensor<4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
   %s, %y = loom.add_norm %x, %a, %g, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
   %t, %z = loom.add_norm %x, %a, %g eps = 1.0e-05 rms : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
+  %c = loom.slice %a [0, 0] to [1, 8] : tensor<4x8xbf16> -> tensor<1x8xbf16>
+  %cv = loom.reshape %c : tensor<1x8xbf16> -> tensor<8xbf16>
+  %u, %w = loom.add_norm %x, %a plus %cv, %g, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<4x8xbf16> plus tensor<8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>, tensor<4x8xbf16>
   return
 }
 

@@ -243,12 +243,14 @@ func.func @elementwise_in_place(%x: tensor<4x8xf32> {loom.input = "x"}, %w: tens
 // future and the wait name the gather's buffer.
 loom.mesh @m ["dp" = 2]
 // CHECK-LABEL: func.func @started
-// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 64>}
-// CHECK:       loom.start {{.*}} attributes {loom.offsets = array<i64: 128>}
-// CHECK-NEXT:    loom.all_gather {{.*}} {loom.offsets = array<i64: 128>}
-// CHECK:       loom.exp %arg0 {loom.offsets = array<i64: 256>}
-// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: 256>}
-// CHECK:       loom.wait {{.*}} {loom.offsets = array<i64: 128>}
+// CHECK-SAME:  loom.offset = 256 : i64
+// CHECK-SAME:  loom.arena_bytes = 384 : i64
+// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 128>}
+// CHECK:       loom.start {{.*}} attributes {loom.offsets = array<i64: 0>}
+// CHECK-NEXT:    loom.all_gather {{.*}} {loom.offsets = array<i64: 0>}
+// CHECK:       loom.exp %arg0 {loom.offsets = array<i64: 320>}
+// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: 320>}
+// CHECK:       loom.wait {{.*}} {loom.offsets = array<i64: 0>}
 func.func @started(%x: tensor<4x4xf32> {loom.input = "x"}) -> tensor<8x4xf32> attributes {loom.model} {
   %0 = loom.relu %x : tensor<4x4xf32>
   %f = loom.start -> !loom.future<tensor<8x4xf32>> {
@@ -292,4 +294,64 @@ func.func @prefetched(%x: tensor<4x16xf32> {loom.input = "x"}, %ws: tensor<3x8x1
     loom.yield %z : tensor<4x16xf32>
   }
   return %r : tensor<4x16xf32>
+}
+
+// -----
+
+// A carried buffer has a hole in its loop's body: after the iteration's
+// last read of the carried value (%a's product) and before its first write
+// of the next (%n). A temporary alive only in between (%b) takes those
+// bytes in every iteration: an arena of 2816 bytes, where three buffers
+// beside the carried one took 3072. %a and %c, alive at the hole's ends,
+// do not.
+// CHECK-LABEL: func.func @carried_hole
+// CHECK-SAME:  loom.arena_bytes = 2816 : i64
+// CHECK:       loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: [[C:[0-9]+]]>}
+// CHECK:         loom.matmul {{.*}} {loom.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK-NEXT:    loom.matmul {{.*}} {loom.offsets = array<i64: [[C]]>}
+// CHECK-NEXT:    loom.matmul {{.*}} {loom.offsets = array<i64: [[A]]>}
+// CHECK-NEXT:    loom.matmul {{.*}} {loom.offsets = array<i64: [[C]]>}
+func.func @carried_hole(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<2x16x16xf32> {loom.input = "w"}) -> tensor<4x16xf32> attributes {loom.model} {
+  %0 = loom.tanh %x : tensor<4x16xf32>
+  %r = loom.repeat 2 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<2x16x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>, %wi: tensor<16x16xf32>):
+    %a = loom.matmul %h, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %b = loom.matmul %a, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %c = loom.matmul %b, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %n = loom.matmul %c, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    loom.yield %n : tensor<4x16xf32>
+  }
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+// A loop's initial value that a norm reads before the loop (a rotated
+// loop's first norm) still goes in the carried buffer: the loop is its
+// last reader. Read again after the loop, it keeps a buffer of its own.
+// CHECK-LABEL: func.func @initial_read_before
+// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: [[I:[0-9]+]]>}
+// CHECK:       loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: [[I]]>}
+// CHECK-LABEL: func.func @initial_read_after
+// CHECK:       loom.tanh {{.*}} {loom.offsets = array<i64: [[J:[0-9]+]]>}
+// CHECK-NOT:   loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: [[J]]>}
+func.func @initial_read_before(%x: tensor<4x16xf32> {loom.input = "x"}, %g: tensor<16xf32> {loom.input = "g"}, %w: tensor<2x16x16xf32> {loom.input = "w"}) -> (tensor<4x16xf32>, tensor<4x16xf32>) attributes {loom.model} {
+  %0 = loom.tanh %x : tensor<4x16xf32>
+  %y = loom.rmsnorm %0, %g eps = 1.0e-05 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  %r = loom.repeat 2 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<2x16x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>, %wi: tensor<16x16xf32>):
+    %a = loom.matmul %h, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    loom.yield %a : tensor<4x16xf32>
+  }
+  return %r, %y : tensor<4x16xf32>, tensor<4x16xf32>
+}
+func.func @initial_read_after(%x: tensor<4x16xf32> {loom.input = "x"}, %g: tensor<16xf32> {loom.input = "g"}, %w: tensor<2x16x16xf32> {loom.input = "w"}) -> (tensor<4x16xf32>, tensor<4x16xf32>) attributes {loom.model} {
+  %0 = loom.tanh %x : tensor<4x16xf32>
+  %r = loom.repeat 2 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<2x16x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>, %wi: tensor<16x16xf32>):
+    %a = loom.matmul %h, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    loom.yield %a : tensor<4x16xf32>
+  }
+  %y = loom.rmsnorm %0, %g eps = 1.0e-05 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  return %r, %y : tensor<4x16xf32>, tensor<4x16xf32>
 }
