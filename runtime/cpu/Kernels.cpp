@@ -83,6 +83,43 @@ void widen(int dtype, const void *base, int64_t offset, int64_t count,
   }
 }
 
+/// Stores `count` floats at `offset` of `base`, each rounded to `dtype`:
+/// widen's inverse, with the element type chosen once, not per element.
+void narrow(int dtype, const float *src, int64_t count, void *base,
+            int64_t offset) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    memcpy(static_cast<float *>(base) + offset, src, size_t(count) * 4);
+    return;
+  case LOOMRT_BF16: {
+    uint16_t *dst = static_cast<uint16_t *>(base) + offset;
+    for (int64_t j = 0; j < count; ++j)
+      dst[j] = loomrt_f32_to_bf16(src[j]);
+    return;
+  }
+  default:
+    for (int64_t j = 0; j < count; ++j)
+      store(dtype, base, offset + j, src[j]);
+  }
+}
+
+/// row[j] = row[j] + addend[j], rounded to `dtype`, for j < n.
+void addRounded(int dtype, float *row, const float *addend, int64_t n) {
+  switch (dtype) {
+  case LOOMRT_F32:
+    for (int64_t j = 0; j < n; ++j)
+      row[j] += addend[j];
+    return;
+  case LOOMRT_BF16:
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = loomrt_bf16_to_f32(loomrt_f32_to_bf16(row[j] + addend[j]));
+    return;
+  default:
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = roundToType(dtype, row[j] + addend[j]);
+  }
+}
+
 /// Packs operand `view` (dims [batch, rows, cols] grouped as given, plus the
 /// summed dims of `sum`) into a dense f32 [batch][rows][cols] buffer.
 void pack(int dtype, const void *base, const loomrt_view &view,
@@ -597,12 +634,9 @@ void normRows(int dtype, const void *x, const void *b, const void *bBias,
     if (b) {
       widen(dtype, b, r * n, n, addend.data());
       if (bBias)
-        for (int64_t j = 0; j < n; ++j)
-          addend[j] = roundToType(dtype, addend[j] + addendBias[j]);
-      for (int64_t j = 0; j < n; ++j) {
-        store(dtype, sumOut, r * n + j, row[j] + addend[j]);
-        row[j] = load(dtype, sumOut, r * n + j); // the rounded sum
-      }
+        addRounded(dtype, addend.data(), addendBias.data(), n);
+      addRounded(dtype, row.data(), addend.data(), n); // the rounded sum
+      narrow(dtype, row.data(), n, sumOut, r * n);
     }
     float sum = 0.0f;
     for (int64_t j = 0; j < n; ++j)
@@ -613,12 +647,7 @@ void normRows(int dtype, const void *x, const void *b, const void *bBias,
     float inverse = 1.0f / std::sqrt(squares / float(n) + float(eps));
     for (int64_t j = 0; j < n; ++j)
       row[j] = (row[j] - mean) * inverse * gain[j] + shift[j];
-    if (dtype == LOOMRT_F32) {
-      memcpy(static_cast<float *>(out) + r * n, row.data(), size_t(n) * 4);
-      continue;
-    }
-    for (int64_t j = 0; j < n; ++j)
-      store(dtype, out, r * n + j, row[j]);
+    narrow(dtype, row.data(), n, out, r * n);
   }
 }
 } // namespace
