@@ -285,12 +285,14 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
 
   /// Each carried buffer's hole: in the loop's body, the ops after the last
   /// read of the carried value (a started collective reads until its
-  /// wait) and before the first write of a value stored there (the next
-  /// value, or a temporary that shareIntoCarried placed there). The body's
-  /// other buffers may use those bytes then, in every iteration.
+  /// wait, a nested loop until its end) and before the first write of a
+  /// value stored there (the next value, or a temporary that
+  /// shareIntoCarried placed there). The body's other buffers may use
+  /// those bytes then, in every iteration.
   void findCarriedHoles(func::FuncOp func,
                         llvm::MapVector<Value, Buffer> &buffers,
                         llvm::DenseMap<Operation *, int64_t> &index,
+                        llvm::DenseMap<Operation *, int64_t> &spanEnd,
                         llvm::DenseMap<Operation *, int64_t> &readUntil,
                         llvm::function_ref<Value(Value)> root) {
     func.walk([&](RepeatOp repeat) {
@@ -313,7 +315,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
           for (Value operand : op->getOperands()) {
             if (owner(root(operand)) != carried)
               continue;
-            int64_t until = std::max(index[step], readUntil.lookup(step));
+            int64_t until = std::max(spanEnd[step], readUntil.lookup(step));
             if (index[step] < firstWrite)
               lastRead = std::max(lastRead, until);
             readAtWrite |= index[step] < firstWrite && until >= firstWrite;
@@ -623,7 +625,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       scratches.push_back({repeat, scratch});
     });
 
-    findCarriedHoles(func, buffers, index, readUntil, root);
+    findCarriedHoles(func, buffers, index, spanEnd, readUntil, root);
     // Sibling contractions' results are placed as one buffer, side by
     // side, whichever order places the rest.
     std::deque<Buffer> groups;

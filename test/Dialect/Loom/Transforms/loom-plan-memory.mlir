@@ -355,3 +355,33 @@ func.func @initial_read_after(%x: tensor<4x16xf32> {loom.input = "x"}, %g: tenso
   %y = loom.rmsnorm %0, %g eps = 1.0e-05 : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
   return %r, %y : tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// A nested loop reads the outer carried value in every one of its
+// iterations, so the outer buffer's hole begins after the nested loop
+// ends: the nested body's product (%t) must not take the carried bytes,
+// which the nested loop's next iteration reads again (it did when the
+// hole began at the nested loop's first op).
+// CHECK-LABEL: func.func @nested_read
+// CHECK:       loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: [[C:[0-9]+]]>}
+// CHECK:       loom.repeat 3
+// CHECK-NOT:   loom.matmul {{.*}} {loom.offsets = array<i64: [[C]]>}
+// CHECK:       loom.sub
+func.func @nested_read(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<2x16x16xf32> {loom.input = "w"}) -> tensor<4x16xf32> attributes {loom.model} {
+  %0 = loom.tanh %x : tensor<4x16xf32>
+  %r = loom.repeat 2 carried(%0 : tensor<4x16xf32>) stacked(%w : tensor<2x16x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>, %wi: tensor<16x16xf32>):
+    %y = loom.matmul %h, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %z = loom.repeat 3 carried(%y : tensor<4x16xf32>) -> tensor<4x16xf32> {
+    ^bb0(%yi: tensor<4x16xf32>):
+      %t = loom.matmul %yi, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+      %u = loom.sub %t, %h : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+      loom.yield %u : tensor<4x16xf32>
+    }
+    %b = loom.matmul %z, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    %n = loom.matmul %b, %wi : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+    loom.yield %n : tensor<4x16xf32>
+  }
+  return %r : tensor<4x16xf32>
+}
