@@ -92,12 +92,13 @@ int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks,
       out(Dtype, std::vector<float>(size_t(rows * n), 0.0f)),
       sum(Dtype, std::vector<float>(size_t(rows * n), 0.0f));
   const float eps = 1e-5f;
+  auto kernel = addendBias ? normVecKernel<Dtype, ScaleDtype, Lanes, K, true>
+                           : normVecKernel<Dtype, ScaleDtype, Lanes, K>;
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
-    normVecKernel<Dtype, ScaleDtype, Lanes, K>(
-        in.data(), add ? other.data() : nullptr,
-        addendBias ? rowBias.data() : nullptr, add ? sum.data() : nullptr,
-        scale.data(), rms ? nullptr : bias.data(), out.data(), rows, n, eps,
-        rms);
+    kernel(in.data(), add ? other.data() : nullptr,
+           addendBias ? rowBias.data() : nullptr, add ? sum.data() : nullptr,
+           scale.data(), rms ? nullptr : bias.data(), out.data(), rows, n, eps,
+           rms);
   });
   if (add)
     for (size_t i = 0; i < x.size(); ++i) {

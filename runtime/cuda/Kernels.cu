@@ -1149,11 +1149,11 @@ struct NormArgs {
 
 template <int Dtype, int ScaleDtype, int Lanes, int K>
 void launchNormRows(const NormArgs &a) {
-  normVecKernel<Dtype, ScaleDtype, Lanes, K>
-      <<<blocksFor(a.rows, kBlockRow / Lanes), kBlockRow, 0,
-         device().stream>>>(a.x, a.addend, a.addendBias, a.sum, a.scale,
-                            a.bias, a.out,
-                            a.rows, a.n, a.eps, a.rms);
+  auto kernel = a.addendBias ? normVecKernel<Dtype, ScaleDtype, Lanes, K, true>
+                             : normVecKernel<Dtype, ScaleDtype, Lanes, K>;
+  kernel<<<blocksFor(a.rows, kBlockRow / Lanes), kBlockRow, 0,
+           device().stream>>>(a.x, a.addend, a.addendBias, a.sum, a.scale,
+                              a.bias, a.out, a.rows, a.n, a.eps, a.rms);
 }
 
 /// A warp per row while a row's packs fit 8 per lane, else a block per row.

@@ -192,8 +192,9 @@ struct FuseAddNormPass
     BlockArgument x = body.getArgument(k);
     Value next = yield.getValues()[k], result = repeat.getResult(k);
     Operation *norm = soleNormOf(x, &body);
-    if (!norm || !result.hasOneUse() || !addendsOf(next) ||
-        addendsOf(next)->producer->getBlock() != &body)
+    std::optional<Addends> sum = addendsOf(next);
+    if (!norm || !result.hasOneUse() || !sum ||
+        sum->producer->getBlock() != &body)
       return RepeatOp();
     Operation *final = *result.getUsers().begin();
     if (final->getName() != norm->getName() || final->getOperand(0) != result ||
