@@ -379,8 +379,12 @@ class Runner:
         """For a random program, how to print it again."""
         if not case.name.startswith("random-"):
             return ""
+        seed = case.name[len("random-"):]
+        pre_norm = seed.startswith("pre-norm-")
+        if pre_norm:
+            seed = seed[len("pre-norm-"):]
         return (f" (the program: test/Integration/differential/random_models.py "
-                f"--seed {case.name[len('random-'):]} --mesh {case.mesh_tag})")
+                f"--seed {seed}{' --pre-norm' if pre_norm else ''} --mesh {case.mesh_tag})")
 
     def run_case(self, case):
         start = time.monotonic()
