@@ -40,21 +40,23 @@ struct Buffer {
   int64_t holeFirst = 0, holeLast = -1;
 };
 
-/// Whether two buffers are alive at a common op index.
+/// Whether two buffers are alive at a common op index: their spans meet
+/// somewhere outside both holes.
 bool aliveTogether(const Buffer &a, const Buffer &b) {
   SmallVector<std::pair<int64_t, int64_t>> common = {
       {std::max(a.first, b.first), std::min(a.last, b.last)}};
   for (const Buffer *holed : {&a, &b}) {
-    SmallVector<std::pair<int64_t, int64_t>> rest;
+    if (holed->holeFirst > holed->holeLast)
+      continue; // no hole
+    SmallVector<std::pair<int64_t, int64_t>> outside;
     for (auto [lo, hi] : common) {
-      rest.push_back({lo, std::min(hi, holed->holeFirst - 1)});
-      rest.push_back({std::max(lo, holed->holeLast + 1), hi});
-      if (holed->holeFirst > holed->holeLast) // no hole: one piece
-        rest.pop_back(), rest.back() = {lo, hi};
+      outside.push_back({lo, std::min(hi, holed->holeFirst - 1)});
+      outside.push_back({std::max(lo, holed->holeLast + 1), hi});
     }
-    common = rest;
+    common = outside;
   }
-  return llvm::any_of(common, [](auto range) { return range.first <= range.second; });
+  return llvm::any_of(common,
+                      [](auto range) { return range.first <= range.second; });
 }
 
 struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
