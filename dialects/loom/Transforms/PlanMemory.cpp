@@ -145,8 +145,9 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   /// Lets a repeat's carried buffer also hold the value that initialises it
   /// and the value each iteration yields into it, so that neither is copied
   /// there: 12.5 MB twice per layer of GPT-2 small. The initial value must
-  /// have no other reader after the loop starts (a rotated loop's first
-  /// norm reads it before: loom-fuse-add-norm); when it is a `loom.wait`'s,
+  /// have no other reader, directly or through a view, after the loop
+  /// starts (a rotated loop's first norm reads it before:
+  /// loom-fuse-add-norm); when it is a `loom.wait`'s,
   /// the buffer shared is its collective's. The yielded value must be
   /// written after every read of the carried value in the iteration (the
   /// yield's own included), so that no op reads a buffer it writes; a
@@ -155,6 +156,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   void shareCarriedBuffers(func::FuncOp func,
                            llvm::MapVector<Value, Buffer> &buffers,
                            llvm::DenseMap<Operation *, int64_t> &index,
+                           llvm::DenseMap<Operation *, int64_t> &readUntil,
                            llvm::function_ref<Value(Value)> root) {
     auto share = [&](Value member, Value carriedBuffer) {
       Operation *writer = member.getDefiningOp();
@@ -176,7 +178,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
            llvm::zip(carriedNext, repeat.getCarriedResults())) {
         Value result = carriedResult, stored = root(next);
         Operation *writer = stored.getDefiningOp();
-        if (!writer || writer->getBlock() != &body ||
+        if (!writer || writer->getBlock() != &body || !viewsWholeBuffer(next) ||
             llvm::count_if(carriedNext, [&](Value other) {
               return root(other) == stored;
             }) != 1)
@@ -197,7 +199,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
            llvm::zip(repeat.getCarried(), repeat.getCarriedResults())) {
         if (!initial.getDefiningOp() ||
             initial.getDefiningOp()->getBlock() != repeat->getBlock() ||
-            !lastReaderIs(initial, repeat, index))
+            !lastReaderIs(initial, repeat, index, readUntil))
           continue;
         // A collective started early and waited for before the loop wrote
         // the buffer before the loop too; its wait is its one reader.
@@ -227,6 +229,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       Value addend = owner(root(op.getRhs())), result = op.getResult();
       auto found = buffers.find(addend);
       if (found == buffers.end() || isa<BlockArgument>(addend) ||
+          !viewsWholeBuffer(op.getRhs()) ||
           addend.getParentBlock() != op->getBlock() ||
           found->second.last != index[op] ||
           found->second.bytes != tensorBytes(result.getType()))
@@ -401,17 +404,29 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     });
   }
 
-  /// Whether `op` reads `value` once and every other reader of it runs
-  /// before `op` (in its block).
+  /// Whether `op` reads `value` once and every other read of its bytes,
+  /// directly or through a view of it, is done before `op` (in its block;
+  /// a started collective reads until its last wait).
   static bool lastReaderIs(Value value, Operation *op,
-                           llvm::DenseMap<Operation *, int64_t> &index) {
+                           llvm::DenseMap<Operation *, int64_t> &index,
+                           llvm::DenseMap<Operation *, int64_t> &readUntil) {
     int uses = 0;
-    for (OpOperand &use : value.getUses()) {
-      Operation *reader = op->getBlock()->findAncestorOpInBlock(*use.getOwner());
-      if (reader == op)
-        ++uses;
-      else if (!reader || index[reader] >= index[op])
-        return false;
+    SmallVector<Value> viewsOfValue{value};
+    while (!viewsOfValue.empty()) {
+      Value viewed = viewsOfValue.pop_back_val();
+      for (OpOperand &use : viewed.getUses()) {
+        Operation *user = use.getOwner();
+        if (isView(user) && viewedValue(user->getResult(0)) == viewed) {
+          viewsOfValue.push_back(user->getResult(0));
+          continue;
+        }
+        Operation *reader = op->getBlock()->findAncestorOpInBlock(*user);
+        if (reader == op && viewed == value)
+          ++uses;
+        else if (!reader || index[reader] >= index[op] ||
+                 readUntil.lookup(reader) >= index[op])
+          return false;
+      }
     }
     return uses == 1;
   }
@@ -426,7 +441,9 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     auto yield = cast<YieldOp>(repeat.getBody().front().getTerminator());
     SmallVector<int> sources;
     for (Value next : yield.getValues().take_front(carriedBuffers.size())) {
-      auto found = llvm::find(carriedBuffers, owner(root(next)));
+      auto found = viewsWholeBuffer(next)
+                       ? llvm::find(carriedBuffers, owner(root(next)))
+                       : carriedBuffers.end();
       sources.push_back(found == carriedBuffers.end()
                             ? CarriedMove::kYieldedValue
                             : int(found - carriedBuffers.begin()));
@@ -604,7 +621,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       }
     });
 
-    shareCarriedBuffers(func, buffers, index, root);
+    shareCarriedBuffers(func, buffers, index, readUntil, root);
     if (inPlace) {
       shareInPlace(func, buffers, index, root);
       shareElementwiseInPlace(func, buffers, index);

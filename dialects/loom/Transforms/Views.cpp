@@ -144,6 +144,50 @@ bool loom::isView(Operation *op) {
   return op->getNumResults() == 1 && viewedValue(op->getResult(0));
 }
 
+bool loom::isSliceView(Operation *op) {
+  auto slice = dyn_cast<SliceOp>(op);
+  // A fusion group's ops compute element by element; they have no buffers.
+  if (!slice || isa_and_nonnull<FusedOp>(op->getParentOp()) ||
+      !isRowMajorInBuffer(slice.getInput()))
+    return false;
+  // A loop's carried value is overwritten as its iteration ends, by copies
+  // that know whole buffers only (carriedMoves): a part of one stays a
+  // value of its own.
+  for (Value stored = slice.getInput(); stored; stored = viewedValue(stored))
+    if (auto argument = dyn_cast<BlockArgument>(stored))
+      if (auto repeat = dyn_cast<RepeatOp>(argument.getOwner()->getParentOp()))
+        if (argument.getArgNumber() < repeat.getCarried().size())
+          return false;
+  ArrayRef<int64_t> in =
+      cast<RankedTensorType>(slice.getInput().getType()).getShape();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(slice.getType()).getShape();
+  int64_t cut = int64_t(in.size()) - 1;
+  while (cut >= 0 && out[cut] == in[cut])
+    --cut;
+  for (int64_t d = 0; d < cut; ++d)
+    if (out[d] != 1)
+      return false;
+  return true;
+}
+
+int64_t loom::sliceViewBytes(Operation *op) {
+  auto slice = cast<SliceOp>(op);
+  auto input = cast<RankedTensorType>(slice.getInput().getType());
+  SmallVector<int64_t> strides = computeStrides(input.getShape());
+  int64_t elements = 0;
+  for (auto [start, stride] : llvm::zip(slice.getStart(), strides))
+    elements += start * stride;
+  return elements * ((input.getElementTypeBitWidth() + 7) / 8);
+}
+
+bool loom::viewsWholeBuffer(Value value) {
+  for (; value; value = viewedValue(value))
+    if (auto result = dyn_cast<OpResult>(value))
+      if (isSliceView(result.getOwner()))
+        return false;
+  return true;
+}
+
 bool loom::isComputation(Operation *op) {
   return !isa<CollectiveOpInterface, CombinedOp, StartOp, WaitOp, PrefetchOp,
               ConstantOp>(op) &&
@@ -153,7 +197,8 @@ bool loom::isComputation(Operation *op) {
 Value loom::viewedValue(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();
-    if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner))
+    if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner) ||
+        isSliceView(owner))
       return owner->getOperand(0);
     // A combined op's results are its members' buffers; a started
     // collective writes its result's buffer, which the future names and
@@ -222,10 +267,18 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
     return address;
   }
   Operation *op = value.getDefiningOp();
-  // A view is read through its strides from its input; a combined or
-  // started collective's results live in its members' buffers.
-  if (Value viewed = viewedValue(value))
-    return arenaAddress(viewed);
+  // A view is read through its strides from its input (a slice view from
+  // an offset on); a combined or started collective's results live in its
+  // members' buffers.
+  if (Value viewed = viewedValue(value)) {
+    ArenaAddress address = arenaAddress(viewed);
+    if (isSliceView(op) && address.offset >= 0) {
+      int64_t start = sliceViewBytes(op);
+      address.offset += start;
+      address.bufferBytes -= start;
+    }
+    return address;
+  }
   auto offsets =
       op->getAttrOfType<DenseI64ArrayAttr>(LoomDialect::kOffsetsAttrName);
   ArenaAddress address{

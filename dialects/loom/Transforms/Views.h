@@ -74,9 +74,25 @@ struct AttentionView {
 bool attentionView(llvm::ArrayRef<int64_t> shape,
                    llvm::ArrayRef<int64_t> strides, AttentionView &view);
 
-/// Whether `op`'s results are views (reshape, shard, a transpose view): no
-/// buffer, no kernel. The memory plan, the report and the emitters ask this.
+/// Whether `op`'s results are views (reshape, shard, a transpose view, a
+/// slice view): no buffer, no kernel. The memory plan, the report and the
+/// emitters ask this.
 bool isView(mlir::Operation *op);
+
+/// Whether `op` is a `loom.slice` read in place from its input's buffer:
+/// its elements are one contiguous run of the input as stored (row-major),
+/// so it is the input's buffer from an offset on (sliceViewBytes). Every
+/// dimension before the last one it cuts keeps one index, every one after
+/// it is whole: a stack's leading rows, a row's leading columns.
+bool isSliceView(mlir::Operation *op);
+/// Where a slice view starts in its input's buffer, in bytes.
+int64_t sliceViewBytes(mlir::Operation *slice);
+
+/// Whether `value` is its storage's buffer (the value viewedValue leads
+/// to in the end) whole, from its first byte: no slice view on the way.
+/// Only such a value may lend that buffer to another (a loop's carried
+/// value, a result written in place).
+bool viewsWholeBuffer(mlir::Value value);
 
 /// Whether `op` computes something a started collective can communicate
 /// beside: a kernel, or a loop of them; not a view, a constant, a
@@ -84,11 +100,11 @@ bool isView(mlir::Operation *op);
 /// these.
 bool isComputation(mlir::Operation *op);
 
-/// The value whose buffer `value` uses (reshape and shard results, a
-/// repeat's carried and stacked arguments, transposes read only by
-/// contractions, a loom.combined's results: its members', a loom.start's
-/// futures and their loom.wait results: the started collective's), or null
-/// when it has a buffer of its own.
+/// The value whose buffer `value` uses (reshape and shard results, slice
+/// views from an offset on, a repeat's carried and stacked arguments,
+/// transposes read only by contractions, a loom.combined's results: its
+/// members', a loom.start's futures and their loom.wait results: the
+/// started collective's), or null when it has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
 /// One term of an ArenaAddress: `repeat`'s iteration number (or, for

@@ -385,3 +385,47 @@ func.func @nested_read(%x: tensor<4x16xf32> {loom.input = "x"}, %w: tensor<2x16x
   }
   return %r : tensor<4x16xf32>
 }
+
+// -----
+
+// A value that initialises a loop but is read through a view after it
+// keeps its own buffer: sharing the carried one, the exp would read the
+// loop's result (both were at 256 before 2026-12-06).
+// CHECK-LABEL: func.func @initial_viewed_after
+// CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 256>}
+// CHECK:       loom.repeat 2 {{.*}} attributes {loom.offsets = array<i64: 512>}
+// CHECK:       loom.exp %1 {loom.offsets = array<i64: 768>}
+func.func @initial_viewed_after(%x: tensor<4x16xf32> {loom.input = "x"}) -> (tensor<4x16xf32>, tensor<64xf32>) attributes {loom.model} {
+  %t = loom.relu %x : tensor<4x16xf32>
+  %r = loom.reshape %t : tensor<4x16xf32> -> tensor<64xf32>
+  %1 = loom.repeat 2 carried(%t : tensor<4x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%h: tensor<4x16xf32>):
+    %2 = loom.tanh %h : tensor<4x16xf32>
+    loom.yield %2 : tensor<4x16xf32>
+  }
+  %s = loom.exp %r : tensor<64xf32>
+  return %1, %s : tensor<4x16xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A slice view yielded into a carried buffer: the concatenation it views
+// is twice the carried value's size and keeps its own buffer (given the
+// carried one, it would have written 256 bytes into a 128-byte buffer);
+// the slice is copied into the carried buffer when the iteration ends.
+// CHECK-LABEL: func.func @yielded_slice_view
+// CHECK:       loom.repeat 3 {{.*}} attributes {loom.offsets = array<i64: 128>}
+// CHECK:       loom.concat {{.*}} {loom.offsets = array<i64: 512>}
+// CHECK:       loom.slice {{.*}} {loom.offsets = array<i64: -1>}
+func.func @yielded_slice_view(%x: tensor<4x8xf32> {loom.input = "x"}) -> tensor<4x8xf32> attributes {loom.model} {
+  %0 = loom.relu %x : tensor<4x8xf32>
+  %1 = loom.repeat 3 carried(%0 : tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%h: tensor<4x8xf32>):
+    %2 = loom.tanh %h : tensor<4x8xf32>
+    %3 = loom.exp %2 : tensor<4x8xf32>
+    %4 = loom.concat %2, %3 dim = 0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    %5 = loom.slice %4 [2, 0] to [6, 8] : tensor<8x8xf32> -> tensor<4x8xf32>
+    loom.yield %5 : tensor<4x8xf32>
+  }
+  return %1 : tensor<4x8xf32>
+}
