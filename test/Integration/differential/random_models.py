@@ -111,7 +111,8 @@ class Program:
     that calls it; the block's inputs are its arguments, which the caller
     passes its own inputs for)."""
 
-    def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None):
+    def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None,
+                 loop_views=None):
         self.rng = rng
         # With --pre-norm, draws whether a block is a pre-norm layer (a norm
         # of x first, x plus a value last, a norm of the repeat's result
@@ -123,6 +124,11 @@ class Program:
         # layer's slice; a stream of its own, so that the other draws stay
         # what they were.
         self.zero3 = parent.zero3 if parent else zero3
+        # With --loop-views, draws whether a repeat's first value is also
+        # read through a view (a reshape, or its leading rows) made before
+        # the repeat and read after it, which must see the value, not the
+        # repeat's result; None otherwise, as pre_norm.
+        self.loop_views = parent.loop_views if parent else loop_views
         self.float = float_type  # every float tensor's element type
         self.parent = parent
         self.depth = parent.depth + 1 if parent else 0
@@ -437,12 +443,15 @@ class Program:
         passed = [self.add_input(sizes, dtype) for _, _, sizes, dtype in body.inputs]
         carried = [(name, sizes)] + ([second] if second else [])
         if rng.random() < 0.6:
+            viewed = self.view_before_loop(name, sizes)
             names = [self.assign(n, s) for n, s in carried]
             call = f"Blk{index}({', '.join(names + passed)})"
             if second:
                 call = f"r1, r2 = {call}; r1, r2"
             self.lines.append(f"{', '.join(names)} = repeat {rng.choice([2, 3])} as layers{index} "
                               f"{{ {call} }}")
+            if viewed:
+                self.assign(f"tanh({viewed[0]})", viewed[1])
         elif second:
             names = [self.fresh("v"), self.fresh("v")]
             self.lines.append(f"{', '.join(names)} = Blk{index}({', '.join([name, second[0]] + passed)})"
@@ -451,6 +460,20 @@ class Program:
         else:
             self.assign(f"Blk{index}({', '.join([name] + passed)}) as blk{index}", sizes)
         return True
+
+    def view_before_loop(self, name, sizes):
+        """With --loop-views, sometimes a view of `name` (flattened, or its
+        rows from the second on) written before the repeat that `name`
+        begins: (view name, sizes) for the caller to read after the repeat,
+        and not offered to other ops."""
+        if not self.loop_views or self.loop_views.random() >= 0.5:
+            return None
+        view = self.fresh("v")
+        if sizes[0] >= 2 and self.loop_views.random() < 0.5:
+            self.lines.append(f"{view} = slice({name}, 0, 1, {sizes[0]})")
+            return view, resized(sizes, 0, sizes[0] - 1)
+        self.lines.append(f"{view} = reshape({name}, [{math.prod(sizes)}])")
+        return view, [math.prod(sizes)]
 
     def pre_norm_block(self, name, sizes):
         """A pre-norm layer: h = a norm of x, a random body, and x plus a
@@ -558,16 +581,19 @@ OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsu
        ("block", 2), ("integers", 1), ("mlp", 1)]
 
 
-def generate(seed, pre_norm=False):
+def generate(seed, pre_norm=False, loop_views=False):
     """The random program of `seed`, as a models.Model named random-SEED
     (with `pre_norm`, random-pre-norm-SEED: some blocks are pre-norm
-    layers)."""
+    layers; with `loop_views`, random-loop-views-SEED or
+    random-pre-norm-loop-views-SEED: some repeats' first values are read
+    through views after the repeat)."""
     rng = random.Random(seed)
     # One seed in three is a bf16 program, built as written (run.py compares
     # it norm-wise, as the examples' bf16 builds); the others are f32.
     bf16 = seed % 3 == 0
     program = Program(rng, "bf16" if bf16 else "f32", zero3=random.Random(f"zero3-{seed}"),
-                      pre_norm=random.Random(f"pre-norm-{seed}") if pre_norm else None)
+                      pre_norm=random.Random(f"pre-norm-{seed}") if pre_norm else None,
+                      loop_views=random.Random(f"loop-views-{seed}") if loop_views else None)
     if rng.random() < 0.25:
         program.op_embedding()
     rank = rng.choice([2, 3, 3, 4])
@@ -609,7 +635,8 @@ def generate(seed, pre_norm=False):
     text += [f"  {line}" for line in program.lines]
     text.append(f"  return {', '.join(returned)}")
     text.append("}")
-    name = f"random-pre-norm-{seed}" if pre_norm else f"random-{seed}"
+    name = "random-" + "".join(variant + "-" for variant, on in
+                               (("pre-norm", pre_norm), ("loop-views", loop_views)) if on) + str(seed)
     return RandomModel(name, "\n".join(text) + "\n", bf16=bf16)
 
 
@@ -631,11 +658,14 @@ def main():
     parser.add_argument("--pre-norm", action="store_true",
                         help="make some blocks pre-norm layers (a norm first, a residual sum "
                              "last, a norm after the repeat)")
+    parser.add_argument("--loop-views", action="store_true",
+                        help="read some repeats' first values through a view (a reshape, or "
+                             "leading rows) made before the repeat and read after it")
     args = parser.parse_args()
     meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
     if args.mesh not in meshes:
         parser.error(f"--mesh must be one of {', '.join(meshes)}")
-    sys.stdout.write(models.render(generate(args.seed, args.pre_norm).template,
+    sys.stdout.write(models.render(generate(args.seed, args.pre_norm, args.loop_views).template,
                                    meshes[args.mesh]))
     return 0
 

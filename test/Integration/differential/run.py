@@ -224,7 +224,8 @@ def mesh_flag(axes_sizes):
     return ["--mesh", ",".join(f"{a}={n}" for a, n in axes_sizes)] if axes_sizes else []
 
 
-def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_norm=False):
+def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_norm=False,
+                loop_views=False):
     cases = []
     for tag, mesh in [] if random_seeds else models.MESHES + (models.LONG_MESHES if long else []):
         if cuda_on_cpu and tag != "dp2tp2":
@@ -240,7 +241,8 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_no
                 cases.append(Case(f"example-{example}", tag, ranks, source, mesh_flag(over),
                                   source, mesh_flag([(a, 1) for a in EXAMPLE_AXES]),
                                   f"example-{example}-{'bf16' if bf16 else 'f32'}", bf16))
-    chosen = ([random_models.generate(seed, pre_norm) for seed in random_seeds] if random_seeds
+    chosen = ([random_models.generate(seed, pre_norm, loop_views) for seed in random_seeds]
+              if random_seeds
               else models.MODELS)
     for m in chosen:
         if m.known_bug and not include_bugs:
@@ -379,12 +381,12 @@ class Runner:
         """For a random program, how to print it again."""
         if not case.name.startswith("random-"):
             return ""
-        seed = case.name[len("random-"):]
-        pre_norm = seed.startswith("pre-norm-")
-        if pre_norm:
-            seed = seed[len("pre-norm-"):]
+        seed, flags = case.name[len("random-"):], ""
+        for variant in ("pre-norm", "loop-views"):
+            if seed.startswith(variant + "-"):
+                seed, flags = seed[len(variant) + 1:], flags + " --" + variant
         return (f" (the program: test/Integration/differential/random_models.py "
-                f"--seed {seed}{' --pre-norm' if pre_norm else ''} --mesh {case.mesh_tag})")
+                f"--seed {seed}{flags} --mesh {case.mesh_tag})")
 
     def run_case(self, case):
         start = time.monotonic()
@@ -486,6 +488,9 @@ def main():
     parser.add_argument("--pre-norm", action="store_true",
                         help="with --random, make some of each program's blocks pre-norm layers "
                              "(random_models.py --pre-norm), which loom-fuse-add-norm rotates")
+    parser.add_argument("--loop-views", action="store_true",
+                        help="with --random, read some repeats' first values through views made "
+                             "before the repeat and read after it (random_models.py --loop-views)")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
@@ -531,7 +536,10 @@ def main():
         parser.error(f"--random: {error}")
     if args.pre_norm and not seeds:
         parser.error("--pre-norm goes with --random")
-    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, args.pre_norm)
+    if args.loop_views and not seeds:
+        parser.error("--loop-views goes with --random")
+    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, args.pre_norm,
+                                    args.loop_views)
              if args.filter in c.label]
     if args.list:
         for case in cases:
