@@ -112,7 +112,7 @@ class Program:
     passes its own inputs for)."""
 
     def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None,
-                 loop_views=None):
+                 loop_views=None, view_results=None):
         self.rng = rng
         # With --pre-norm, draws whether a block is a pre-norm layer (a norm
         # of x first, x plus a value last, a norm of the repeat's result
@@ -127,8 +127,10 @@ class Program:
         # With --loop-views, draws whether a repeat's first value is also
         # read through a view (a reshape, or its leading rows) made before
         # the repeat and read after it, which must see the value, not the
-        # repeat's result; None otherwise, as pre_norm.
+        # repeat's result; and (a stream of its own) whether a block returns
+        # a view of a temporary. None otherwise, as pre_norm.
         self.loop_views = parent.loop_views if parent else loop_views
+        self.view_results = parent.view_results if parent else view_results
         self.float = float_type  # every float tensor's element type
         self.parent = parent
         self.depth = parent.depth + 1 if parent else 0
@@ -425,6 +427,10 @@ class Program:
             down = body.add_param([f, d], f"normal({1 / math.sqrt(f):.3f})")
             hidden = rng.choice(UNARY[:6]).format(f"x @ {up} + {bias}")
             result = f"x + tanh({hidden} @ {down})"
+        if self.view_results and self.view_results.random() < 0.3:
+            # The result as a view of a temporary (the second half of a
+            # concatenation), which a repeat copies into its carried value.
+            result = f"slice(concat([x, {result}], dim = 0), 0, {sizes[0]}, {2 * sizes[0]})"
         index = len(self.blocks) + 1
         signature = type_text(sizes, random_annotation(rng, sizes), self.float)
         arguments, results = [f"x: {signature}"], [signature]
@@ -593,7 +599,8 @@ def generate(seed, pre_norm=False, loop_views=False):
     bf16 = seed % 3 == 0
     program = Program(rng, "bf16" if bf16 else "f32", zero3=random.Random(f"zero3-{seed}"),
                       pre_norm=random.Random(f"pre-norm-{seed}") if pre_norm else None,
-                      loop_views=random.Random(f"loop-views-{seed}") if loop_views else None)
+                      loop_views=random.Random(f"loop-views-{seed}") if loop_views else None,
+                      view_results=random.Random(f"view-results-{seed}") if loop_views else None)
     if rng.random() < 0.25:
         program.op_embedding()
     rank = rng.choice([2, 3, 3, 4])
@@ -660,7 +667,8 @@ def main():
                              "last, a norm after the repeat)")
     parser.add_argument("--loop-views", action="store_true",
                         help="read some repeats' first values through a view (a reshape, or "
-                             "leading rows) made before the repeat and read after it")
+                             "leading rows) made before the repeat and read after it, and make "
+                             "some blocks return a view of a temporary")
     args = parser.parse_args()
     meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
     if args.mesh not in meshes:
