@@ -83,7 +83,7 @@ bool isView(mlir::Operation *op);
 /// its elements are one contiguous run of the input as stored (row-major),
 /// so it is the input's buffer from an offset on (sliceViewBytes). Every
 /// dimension before the last one it cuts keeps one index, every one after
-/// it is whole: a stack's leading rows, a row's leading columns.
+/// it is whole: some of a stack's rows, some of one row's columns.
 bool isSliceView(mlir::Operation *op);
 /// Where a slice view starts in its input's buffer, in bytes.
 int64_t sliceViewBytes(mlir::Operation *slice);
