@@ -417,7 +417,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       for (OpOperand &use : viewed.getUses()) {
         Operation *user = use.getOwner();
         if (isView(user) && viewedValue(user->getResult(0)) == viewed) {
-          viewsOfValue.push_back(user->getResult(0));
+          llvm::append_range(viewsOfValue, user->getResults());
           continue;
         }
         Operation *reader = op->getBlock()->findAncestorOpInBlock(*user);

@@ -141,49 +141,71 @@ bool loom::isTransposeView(Operation *op) {
 }
 
 bool loom::isView(Operation *op) {
-  return op->getNumResults() == 1 && viewedValue(op->getResult(0));
+  return (op->getNumResults() == 1 && viewedValue(op->getResult(0))) ||
+         isPartView(op);
 }
 
-bool loom::isSliceView(Operation *op) {
-  auto slice = dyn_cast<SliceOp>(op);
+/// The input and the result shapes of a slice or a split, or no input.
+static Value partsOf(Operation *op, SmallVector<ArrayRef<int64_t>> &parts) {
+  if (auto slice = dyn_cast<loom::SliceOp>(op)) {
+    parts.push_back(cast<RankedTensorType>(slice.getType()).getShape());
+    return slice.getInput();
+  }
+  if (auto split = dyn_cast<loom::SplitOp>(op)) {
+    for (Value result : split.getResults())
+      parts.push_back(cast<RankedTensorType>(result.getType()).getShape());
+    return split.getInput();
+  }
+  return Value();
+}
+
+bool loom::isPartView(Operation *op) {
+  SmallVector<ArrayRef<int64_t>> parts;
+  Value input = partsOf(op, parts);
   // A fusion group's ops compute element by element; they have no buffers.
-  if (!slice || isa_and_nonnull<FusedOp>(op->getParentOp()) ||
-      !isRowMajorInBuffer(slice.getInput()))
+  if (!input || isa_and_nonnull<FusedOp>(op->getParentOp()) ||
+      !isRowMajorInBuffer(input))
     return false;
   // A loop's carried value is overwritten as its iteration ends, by copies
   // that know whole buffers only (carriedMoves): a part of one stays a
   // value of its own.
-  for (Value stored = slice.getInput(); stored; stored = viewedValue(stored))
+  for (Value stored = input; stored; stored = viewedValue(stored))
     if (auto argument = dyn_cast<BlockArgument>(stored))
       if (auto repeat = dyn_cast<RepeatOp>(argument.getOwner()->getParentOp()))
         if (argument.getArgNumber() < repeat.getCarried().size())
           return false;
-  ArrayRef<int64_t> in =
-      cast<RankedTensorType>(slice.getInput().getType()).getShape();
-  ArrayRef<int64_t> out = cast<RankedTensorType>(slice.getType()).getShape();
-  int64_t cut = int64_t(in.size()) - 1;
-  while (cut >= 0 && out[cut] == in[cut])
-    --cut;
-  for (int64_t d = 0; d < cut; ++d)
-    if (out[d] != 1)
-      return false;
-  return true;
+  ArrayRef<int64_t> in = cast<RankedTensorType>(input.getType()).getShape();
+  return llvm::all_of(parts, [&](ArrayRef<int64_t> out) {
+    int64_t cut = int64_t(in.size()) - 1;
+    while (cut >= 0 && out[cut] == in[cut])
+      --cut;
+    for (int64_t d = 0; d < cut; ++d)
+      if (out[d] != 1)
+        return false;
+    return true;
+  });
 }
 
-int64_t loom::sliceViewBytes(Operation *op) {
-  auto slice = cast<SliceOp>(op);
-  auto input = cast<RankedTensorType>(slice.getInput().getType());
+int64_t loom::partViewBytes(OpResult part) {
+  Operation *op = part.getOwner();
+  auto input = cast<RankedTensorType>(op->getOperand(0).getType());
   SmallVector<int64_t> strides = computeStrides(input.getShape());
   int64_t elements = 0;
-  for (auto [start, stride] : llvm::zip(slice.getStart(), strides))
-    elements += start * stride;
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    for (auto [start, stride] : llvm::zip(slice.getStart(), strides))
+      elements += start * stride;
+  } else {
+    auto split = cast<SplitOp>(op);
+    for (int64_t size : split.getSizes().take_front(part.getResultNumber()))
+      elements += size * strides[split.getDim()];
+  }
   return elements * ((input.getElementTypeBitWidth() + 7) / 8);
 }
 
 bool loom::viewsWholeBuffer(Value value) {
   for (; value; value = viewedValue(value))
     if (auto result = dyn_cast<OpResult>(value))
-      if (isSliceView(result.getOwner()))
+      if (isPartView(result.getOwner()))
         return false;
   return true;
 }
@@ -198,7 +220,7 @@ Value loom::viewedValue(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();
     if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner) ||
-        isSliceView(owner))
+        isPartView(owner))
       return owner->getOperand(0);
     // A combined op's results are its members' buffers; a started
     // collective writes its result's buffer, which the future names and
@@ -267,13 +289,13 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
     return address;
   }
   Operation *op = value.getDefiningOp();
-  // A view is read through its strides from its input (a slice view from
+  // A view is read through its strides from its input (a part view from
   // an offset on); a combined or started collective's results live in its
   // members' buffers.
   if (Value viewed = viewedValue(value)) {
     ArenaAddress address = arenaAddress(viewed);
-    if (isSliceView(op) && address.offset >= 0) {
-      int64_t start = sliceViewBytes(op);
+    if (isPartView(op) && address.offset >= 0) {
+      int64_t start = partViewBytes(cast<OpResult>(value));
       address.offset += start;
       address.bufferBytes -= start;
     }

@@ -75,21 +75,22 @@ bool attentionView(llvm::ArrayRef<int64_t> shape,
                    llvm::ArrayRef<int64_t> strides, AttentionView &view);
 
 /// Whether `op`'s results are views (reshape, shard, a transpose view, a
-/// slice view): no buffer, no kernel. The memory plan, the report and the
+/// part view): no buffer, no kernel. The memory plan, the report and the
 /// emitters ask this.
 bool isView(mlir::Operation *op);
 
-/// Whether `op` is a `loom.slice` read in place from its input's buffer:
-/// its elements are one contiguous run of the input as stored (row-major),
-/// so it is the input's buffer from an offset on (sliceViewBytes). Every
-/// dimension before the last one it cuts keeps one index, every one after
-/// it is whole: some of a stack's rows, some of one row's columns.
-bool isSliceView(mlir::Operation *op);
-/// Where a slice view starts in its input's buffer, in bytes.
-int64_t sliceViewBytes(mlir::Operation *slice);
+/// Whether `op` is a `loom.slice` or `loom.split` whose results are read in
+/// place from its input's buffer: each is one contiguous run of the input
+/// as stored (row-major), so it is the input's buffer from an offset on
+/// (partViewBytes). Every dimension before the last one cut keeps one
+/// index, every one after it is whole: some of a stack's rows, some of one
+/// row's columns.
+bool isPartView(mlir::Operation *op);
+/// Where a part view's result starts in its input's buffer, in bytes.
+int64_t partViewBytes(mlir::OpResult part);
 
 /// Whether `value` is its storage's buffer (the value viewedValue leads
-/// to in the end) whole, from its first byte: no slice view on the way.
+/// to in the end) whole, from its first byte: no part view on the way.
 /// Only such a value may lend that buffer to another (a loop's carried
 /// value, a result written in place).
 bool viewsWholeBuffer(mlir::Value value);
@@ -100,7 +101,7 @@ bool viewsWholeBuffer(mlir::Value value);
 /// these.
 bool isComputation(mlir::Operation *op);
 
-/// The value whose buffer `value` uses (reshape and shard results, slice
+/// The value whose buffer `value` uses (reshape and shard results, part
 /// views from an offset on, a repeat's carried and stacked arguments,
 /// transposes read only by contractions, a loom.combined's results: its
 /// members', a loom.start's futures and their loom.wait results: the
