@@ -143,6 +143,51 @@ TEST_F(EmitProgramTest, AValueWithoutAPlaceIsAnInternalErrorAtItsOp) {
   }
 }
 
+TEST_F(EmitProgramTest, AValuePastTheArenaIsAnInternalErrorAtItsOp) {
+  for (loom::Target target : {loom::Target::Cpu, loom::Target::Cuda}) {
+    OwningOpRef<ModuleOp> module = planned();
+    ASSERT_TRUE(module);
+    std::string code;
+    llvm::raw_string_ostream os(code);
+    ASSERT_TRUE(succeeded(loom::emitProgram(*module, "tiny.loom", target, os)))
+        << diagnostics;
+
+    // With the product placed where its last byte is the arena's last but
+    // one, it would run past the arena: the emitter refuses the program.
+    Operation *product = nullptr;
+    module->walk([&](Operation *op) {
+      if (!product && (isa<loom::MatmulOp>(op) || isa<loom::EinsumOp>(op)) &&
+          op->hasAttr(loom::LoomDialect::kOffsetsAttrName))
+        product = op;
+    });
+    ASSERT_NE(product, nullptr);
+    auto func = product->getParentOfType<func::FuncOp>();
+    int64_t arena =
+        func->getAttrOfType<IntegerAttr>(loom::LoomDialect::kArenaBytesAttrName)
+            .getInt();
+    int64_t bytes = loom::tensorBytes(product->getResult(0).getType());
+    product->setAttr(loom::LoomDialect::kOffsetsAttrName,
+                     DenseI64ArrayAttr::get(&context, {arena - bytes + 1}));
+    code.clear();
+    diagnostics.clear();
+    EXPECT_TRUE(failed(loom::emitProgram(*module, "tiny.loom", target, os)));
+    EXPECT_EQ(code, "");
+    std::string expected =
+        "internal error: a value the code reads or writes reaches past the "
+        "end of the memory plan's arena (" +
+        std::to_string(arena) + " bytes)";
+    EXPECT_NE(diagnostics.find(expected), std::string::npos) << diagnostics;
+    EXPECT_NE(diagnostics.find(":3:"), std::string::npos) << diagnostics;
+
+    // Ending exactly at the arena's end is in it.
+    product->setAttr(loom::LoomDialect::kOffsetsAttrName,
+                     DenseI64ArrayAttr::get(&context, {arena - bytes}));
+    diagnostics.clear();
+    EXPECT_TRUE(succeeded(loom::emitProgram(*module, "tiny.loom", target, os)))
+        << diagnostics;
+  }
+}
+
 TEST_F(EmitProgramTest, AnEpilogueNeverWritesOverTheGemmsOperands) {
   OwningOpRef<ModuleOp> module = planned(kEpilogueModel);
   ASSERT_TRUE(module);

@@ -181,6 +181,10 @@ private:
   /// plan that does not cover the program): an internal error, never code
   /// that would address memory before the arena.
   Value unplaced;
+  /// The first value the code addressed whose bytes, in some iteration,
+  /// would reach past the arena's end: an internal error as well.
+  Value pastArena;
+  int64_t arenaBytes = 0;
 
   raw_ostream &line() { return bodyOs.indent(2 * indent); }
   std::string fresh(StringRef prefix) {
@@ -250,6 +254,12 @@ private:
     ArenaAddress address = arenaAddress(value);
     if (address.offset < 0 && !unplaced)
       unplaced = value;
+    int64_t end = address.offset + tensorBytes(value.getType());
+    for (const ArenaStep &step : address.steps)
+      end += step.bytes *
+             (step.parity ? 1 : cast<RepeatOp>(step.repeat).getCount() - 1);
+    if (address.offset >= 0 && end > arenaBytes && !pastArena)
+      pastArena = value;
     std::string text = "(arena + " + std::to_string(address.offset) + ")";
     for (const ArenaStep &step : address.steps) {
       std::string iteration = loopVariables.lookup(step.repeat);
@@ -2016,6 +2026,9 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
   kernels = collectKernels(module);
   for (auto [index, kernel] : llvm::enumerate(kernels))
     kernelIndex[kernel.op] = int(index);
+  arenaBytes =
+      model->getAttrOfType<IntegerAttr>(LoomDialect::kArenaBytesAttrName)
+          .getInt();
   if (failed(emitBlock(model.getBody().front())))
     return failure();
   if (unplaced) {
@@ -2023,6 +2036,13 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
     return fail(owner ? owner : model.getOperation(),
                 "internal error: a value the code reads or writes has no "
                 "place in the memory plan");
+  }
+  if (pastArena) {
+    Operation *owner = pastArena.getDefiningOp();
+    return fail(owner ? owner : model.getOperation(),
+                "internal error: a value the code reads or writes reaches "
+                "past the end of the memory plan's arena (" +
+                    Twine(arenaBytes) + " bytes)");
   }
 
   // A newline in the path would end these comments.
