@@ -46,6 +46,23 @@ model Mlp(x: bf16[4, 64], w: bf16[64, 96], b: bf16[96]) -> (y: bf16[4, 96]) {
 }
 )";
 
+/// A loop that loom-fuse-add-norm rotates: the stacked gains from the
+/// second row on, then the final norm's, are one concatenation read in
+/// place (192 + 64 bytes).
+constexpr const char *kRotatedModel = R"(mesh m = [dp: 1]
+block L(x: f32[4, 16]) -> f32[4, 16] {
+  param g: f32[16] = ones
+  param w: f32[16, 16] = normal(0.1)
+  h = rmsnorm(x, g)
+  return x + h @ w
+}
+model M(x: f32[4, 16]) -> (y: f32[4, 16]) {
+  param gf: f32[16] = ones
+  x = repeat 3 as layers { L(x) }
+  return rmsnorm(x, gf)
+}
+)";
+
 constexpr const char *kFsdpModel = R"(mesh m = [dp: 2]
 model Fsdp(x: f32[4:dp, 8], w: f32[8:dp, 6]) -> (y: f32[4:dp, 6]) {
   h = gelu(x)
@@ -184,6 +201,51 @@ TEST_F(EmitProgramTest, AValuePastTheArenaIsAnInternalErrorAtItsOp) {
                      DenseI64ArrayAttr::get(&context, {arena - bytes}));
     diagnostics.clear();
     EXPECT_TRUE(succeeded(loom::emitProgram(*module, "tiny.loom", target, os)))
+        << diagnostics;
+  }
+}
+
+TEST_F(EmitProgramTest, AConcatenationReadInPlaceNeedsItsPiecesSideBySide) {
+  for (loom::Target target : {loom::Target::Cpu, loom::Target::Cuda}) {
+    OwningOpRef<ModuleOp> module = planned(kRotatedModel);
+    ASSERT_TRUE(module);
+    std::string code;
+    llvm::raw_string_ostream os(code);
+    ASSERT_TRUE(succeeded(loom::emitProgram(*module, "rotated.loom", target, os)))
+        << diagnostics;
+    EXPECT_EQ(code.find("loomrt_insert"), std::string::npos)
+        << "the concatenation is read in place";
+
+    // With the final gains moved one alignment unit on, the pieces no
+    // longer meet: the emitter refuses the program.
+    func::FuncOp model;
+    module->walk([&](func::FuncOp func) {
+      if (func->hasAttr(loom::LoomDialect::kModelAttrName))
+        model = func;
+    });
+    ASSERT_TRUE(model);
+    bool moved = false;
+    for (BlockArgument argument : model.getArguments()) {
+      auto name = model.getArgAttrOfType<StringAttr>(
+          argument.getArgNumber(), loom::LoomDialect::kParamAttrName);
+      if (!name || name.getValue() != "gf")
+        continue;
+      auto offset = model.getArgAttrOfType<IntegerAttr>(
+          argument.getArgNumber(), loom::LoomDialect::kOffsetAttrName);
+      model.setArgAttr(argument.getArgNumber(),
+                       loom::LoomDialect::kOffsetAttrName,
+                       IntegerAttr::get(offset.getType(), offset.getInt() + 64));
+      moved = true;
+    }
+    ASSERT_TRUE(moved);
+    code.clear();
+    diagnostics.clear();
+    EXPECT_TRUE(failed(loom::emitProgram(*module, "rotated.loom", target, os)));
+    EXPECT_EQ(code, "");
+    EXPECT_NE(diagnostics.find("internal error: the memory plan did not place "
+                               "the pieces of a concatenation read in place "
+                               "side by side"),
+              std::string::npos)
         << diagnostics;
   }
 }

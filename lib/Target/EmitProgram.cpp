@@ -1581,6 +1581,17 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitWait(wait);
   if (auto prefetch = dyn_cast<PrefetchOp>(op))
     return emitPrefetch(prefetch);
+  if (isConcatView(op)) {
+    // Read in place only if the plan put its arguments side by side.
+    SmallVector<BlockArgument> arguments = concatViewArguments(op);
+    for (size_t i = 0; i + 1 < arguments.size(); ++i)
+      if (arenaAddress(arguments[i]).offset +
+              tensorBytes(arguments[i].getType()) !=
+          arenaAddress(arguments[i + 1]).offset)
+        return fail(op, "internal error: the memory plan did not place the "
+                        "pieces of a concatenation read in place side by "
+                        "side");
+  }
   if (isa<YieldOp, func::ReturnOp>(op) || isView(op))
     return success(); // views, and terminators handled by their parents
   if (auto constant = dyn_cast<ConstantOp>(op))

@@ -669,6 +669,21 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
         group.bytes += alignedBytes(*member);
       }
     }
+    // The arguments a concat view reads are placed side by side, in its
+    // order.
+    func.walk([&](ConcatOp concat) {
+      SmallVector<BlockArgument> arguments = concatViewArguments(concat);
+      if (arguments.empty())
+        return;
+      Buffer &group = groups.emplace_back();
+      group.first = -1;
+      group.last = end;
+      for (BlockArgument argument : arguments) {
+        Buffer *member = &buffers[argument];
+        memberOf[member] = {&group, group.bytes};
+        group.bytes += alignedBytes(*member);
+      }
+    });
     SmallVector<Buffer *> all;
     for (auto &entry : buffers) {
       auto found = memberOf.find(&entry.second);

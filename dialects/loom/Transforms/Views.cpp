@@ -205,9 +205,83 @@ int64_t loom::partViewBytes(OpResult part) {
 bool loom::viewsWholeBuffer(Value value) {
   for (; value; value = viewedValue(value))
     if (auto result = dyn_cast<OpResult>(value))
-      if (isPartView(result.getOwner()))
+      if (isPartView(result.getOwner()) || isConcatView(result.getOwner()))
         return false;
   return true;
+}
+
+/// The model's argument that `value` is stored in through reshapes, shards
+/// and part views (none of them in a loop's body, where a stacked
+/// argument's address steps), and where it starts there in bytes; a null
+/// argument otherwise.
+static std::pair<BlockArgument, int64_t> argumentPiece(Value value) {
+  int64_t start = 0;
+  while (auto result = dyn_cast<OpResult>(value)) {
+    Operation *owner = result.getOwner();
+    if (isa<loom::RepeatOp>(owner->getParentOp()) ||
+        !(isa<loom::ReshapeOp, loom::ShardOp>(owner) ||
+          loom::isPartView(owner)))
+      return {};
+    if (loom::isPartView(owner))
+      start += loom::partViewBytes(result);
+    value = owner->getOperand(0);
+  }
+  auto argument = dyn_cast<BlockArgument>(value);
+  if (!argument || !isa<func::FuncOp>(argument.getOwner()->getParentOp()))
+    return {};
+  return {argument, start};
+}
+
+/// How many concatenations read `argument`, directly or through views.
+static int concatenationsOf(BlockArgument argument) {
+  int count = 0;
+  SmallVector<Value> pending{argument};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (isa<loom::ConcatOp>(user))
+        ++count;
+      else if (isa<loom::ReshapeOp, loom::ShardOp>(user) ||
+               loom::isPartView(user))
+        llvm::append_range(pending, user->getResults());
+    }
+  }
+  return count;
+}
+
+SmallVector<BlockArgument> loom::concatViewArguments(Operation *op) {
+  auto concat = dyn_cast<ConcatOp>(op);
+  if (!concat || concat.getInputs().size() < 2 ||
+      isa<FusedOp, RepeatOp>(op->getParentOp()))
+    return {};
+  auto type = cast<RankedTensorType>(concat.getType());
+  if (concat.getDim() < 0)
+    return {};
+  for (int64_t d = 0; d < concat.getDim(); ++d)
+    if (type.getDimSize(d) != 1)
+      return {};
+  SmallVector<BlockArgument> arguments;
+  size_t last = concat.getInputs().size() - 1;
+  for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
+    auto [argument, start] = argumentPiece(input);
+    if (!argument || llvm::is_contained(arguments, argument) ||
+        concatenationsOf(argument) != 1)
+      return {};
+    int64_t whole = tensorBytes(argument.getType());
+    // The first piece runs to its argument's end; the others are whole;
+    // all but the last fill whole units of the plan's alignment, so that
+    // the next argument starts where the piece ends.
+    if ((i > 0 && start != 0) ||
+        start + tensorBytes(input.getType()) != whole ||
+        (i < last && whole % LoomDialect::kArenaAlignment != 0))
+      return {};
+    arguments.push_back(argument);
+  }
+  return arguments;
+}
+
+bool loom::isConcatView(Operation *op) {
+  return !concatViewArguments(op).empty();
 }
 
 bool loom::isComputation(Operation *op) {
@@ -220,7 +294,7 @@ Value loom::viewedValue(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();
     if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner) ||
-        isPartView(owner))
+        isPartView(owner) || isConcatView(owner))
       return owner->getOperand(0);
     // A combined op's results are its members' buffers; a started
     // collective writes its result's buffer, which the future names and

@@ -89,8 +89,22 @@ bool isPartView(mlir::Operation *op);
 /// Where a part view's result starts in its input's buffer, in bytes.
 int64_t partViewBytes(mlir::OpResult part);
 
+/// Whether `op` is a `loom.concat` read in place from the model's
+/// arguments (parameters, inputs: never written during a step) that its
+/// inputs are stored in, which the memory plan places side by side in
+/// this order (concatViewArguments): every piece one contiguous run of the
+/// result, the first input its argument's bytes from some offset to the
+/// end, each other input an argument whole, and each argument a piece of
+/// no other concatenation. A rotated loop's norm gains, the stack from its
+/// second row on and then the final norm's, are one.
+bool isConcatView(mlir::Operation *op);
+/// The arguments a concat view's inputs are stored in, in order; empty for
+/// any other op.
+llvm::SmallVector<mlir::BlockArgument> concatViewArguments(mlir::Operation *op);
+
 /// Whether `value` is its storage's buffer (the value viewedValue leads
-/// to in the end) whole, from its first byte: no part view on the way.
+/// to in the end) whole, from its first byte: no part view or concat view
+/// on the way.
 /// Only such a value may lend that buffer to another (a loop's carried
 /// value, a result written in place).
 bool viewsWholeBuffer(mlir::Value value);
@@ -102,7 +116,7 @@ bool viewsWholeBuffer(mlir::Value value);
 bool isComputation(mlir::Operation *op);
 
 /// The value whose buffer `value` uses (reshape and shard results, part
-/// views from an offset on, a repeat's carried and stacked arguments,
+/// views from an offset on, a concat view its first input's, a repeat's carried and stacked arguments,
 /// transposes read only by contractions, a loom.combined's results: its
 /// members', a loom.start's futures and their loom.wait results: the
 /// started collective's), or null when it has a buffer of its own.

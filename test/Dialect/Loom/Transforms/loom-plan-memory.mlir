@@ -429,3 +429,48 @@ func.func @yielded_slice_view(%x: tensor<4x8xf32> {loom.input = "x"}) -> tensor<
   }
   return %1 : tensor<4x8xf32>
 }
+
+// -----
+
+// A concatenation of the model's arguments is a view when the plan can
+// place them side by side: the stack from its second row on, then the
+// final row (a rotated loop's norm gains). %f goes right after %s (256
+// bytes on), not after %y, which comes between them in the argument list;
+// the slice and the concatenation have no buffers.
+// CHECK-LABEL: func.func @concat_view
+// CHECK-SAME:  loom.offset = [[#STACK:]] : i64, loom.param = "s"
+// CHECK-SAME:  loom.input = "y", loom.offset = {{[0-9]+}} : i64
+// CHECK-SAME:  loom.offset = [[#STACK+256]] : i64, loom.param = "f"
+// CHECK:       loom.slice {{.*}} {loom.offsets = array<i64: -1>}
+// CHECK-NEXT:  loom.concat {{.*}} {loom.offsets = array<i64: -1>}
+func.func @concat_view(%x: tensor<4x16xf32> {loom.input = "x"}, %s: tensor<4x16xf32> {loom.param = "s", loom.init = #loom.init<zeros>}, %y: tensor<4x16xf32> {loom.input = "y"}, %f: tensor<1x16xf32> {loom.param = "f", loom.init = #loom.init<zeros>}) -> tensor<4x16xf32> attributes {loom.model} {
+  %0 = loom.slice %s [1, 0] to [4, 16] : tensor<4x16xf32> -> tensor<3x16xf32>
+  %1 = loom.concat %0, %f dim = 0 : (tensor<3x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  %2 = loom.add %x, %1 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  %3 = loom.add %2, %y : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %3 : tensor<4x16xf32>
+}
+
+// -----
+
+// Not views: an argument that is a piece of two concatenations (%f), and a
+// stack whose rows do not fill whole 64-byte units (4 x 5 f32: the final
+// row could not start where the stack ends).
+// CHECK-LABEL: func.func @concat_argument_twice
+// CHECK:       loom.concat {{.*}} {loom.offsets = array<i64: {{[0-9]+}}>}
+// CHECK:       loom.concat {{.*}} {loom.offsets = array<i64: {{[0-9]+}}>}
+// CHECK-LABEL: func.func @concat_unaligned
+// CHECK:       loom.concat {{.*}} {loom.offsets = array<i64: {{[0-9]+}}>}
+func.func @concat_argument_twice(%x: tensor<4x16xf32> {loom.input = "x"}, %s: tensor<4x16xf32> {loom.param = "s", loom.init = #loom.init<zeros>}, %f: tensor<1x16xf32> {loom.param = "f", loom.init = #loom.init<zeros>}) -> (tensor<4x16xf32>, tensor<2x16xf32>) attributes {loom.model} {
+  %0 = loom.slice %s [1, 0] to [4, 16] : tensor<4x16xf32> -> tensor<3x16xf32>
+  %1 = loom.concat %0, %f dim = 0 : (tensor<3x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  %2 = loom.add %x, %1 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  %3 = loom.concat %f, %f dim = 0 : (tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<2x16xf32>
+  return %2, %3 : tensor<4x16xf32>, tensor<2x16xf32>
+}
+func.func @concat_unaligned(%x: tensor<4x5xf32> {loom.input = "x"}, %s: tensor<4x5xf32> {loom.param = "s", loom.init = #loom.init<zeros>}, %f: tensor<1x5xf32> {loom.param = "f", loom.init = #loom.init<zeros>}) -> tensor<4x5xf32> attributes {loom.model} {
+  %0 = loom.slice %s [1, 0] to [4, 5] : tensor<4x5xf32> -> tensor<3x5xf32>
+  %1 = loom.concat %0, %f dim = 0 : (tensor<3x5xf32>, tensor<1x5xf32>) -> tensor<4x5xf32>
+  %2 = loom.add %x, %1 : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
+  return %2 : tensor<4x5xf32>
+}
