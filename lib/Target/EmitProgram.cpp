@@ -1076,6 +1076,29 @@ static EpilogueReader epilogueReader(Value product) {
   return reader;
 }
 
+/// Whether `value` holds its data when `op` runs: every op that makes it or
+/// a value it views (a collective, the wait that completes one, a loom.combined)
+/// runs before `op` in `op`'s block, or outside that block.
+static bool madeBefore(Value value, Operation *op) {
+  Block *block = op->getBlock();
+  for (Value v = value; v; v = viewedValue(v))
+    if (Operation *maker = v.getDefiningOp())
+      if (Operation *inBlock = block->findAncestorOpInBlock(*maker))
+        if (inBlock == op || !inBlock->isBeforeInBlock(op))
+          return false;
+  return true;
+}
+
+/// Whether the ops strictly between `from` and `to` (one block) are all
+/// views, which neither read nor write memory.
+static bool onlyViewsBetween(Operation *from, Operation *to) {
+  for (Operation *between = from->getNextNode(); between && between != to;
+       between = between->getNextNode())
+    if (!isView(between))
+      return false;
+  return true;
+}
+
 LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                                               Value out, StringRef spec) {
   std::string name =
@@ -1095,8 +1118,19 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
                  to = arenaAddress(result);
     return from.offset == to.offset && from.steps == to.steps;
   };
+  // The epilogue runs where the GEMM does, before the ops between it and
+  // the group: the bias and the residual must be made by then (not by a
+  // collective after the GEMM), and the result's bytes must be free by
+  // then: they are the product's, or nothing runs in between.
+  auto inPlaceOfProduct = [&] {
+    ArenaAddress from = arenaAddress(out), to = arenaAddress(result);
+    return from.offset == to.offset && from.steps == to.steps;
+  };
   if (reader.group && !overlap(result, a) && !overlap(result, b) &&
-      !overlap(result, reader.bias) && residualFits()) {
+      !overlap(result, reader.bias) && residualFits() &&
+      madeBefore(reader.bias, op) &&
+      (!reader.residual || madeBefore(reader.residual, op)) &&
+      (inPlaceOfProduct() || onlyViewsBetween(op, reader.group))) {
     // Numbered apart from fresh() names, so that other names stay as they
     // are with or without the epilogue.
     std::string flag = "epilogue" + std::to_string(epilogueFlags.size());
