@@ -111,6 +111,17 @@ protected:
     return module;
   }
 
+  /// The first matmul or einsum the plan gave offsets.
+  static Operation *firstPlannedProduct(ModuleOp module) {
+    Operation *product = nullptr;
+    module->walk([&](Operation *op) {
+      if (!product && (isa<loom::MatmulOp>(op) || isa<loom::EinsumOp>(op)) &&
+          op->hasAttr(loom::LoomDialect::kOffsetsAttrName))
+        product = op;
+    });
+    return product;
+  }
+
   MLIRContext context;
   llvm::SourceMgr sourceMgr;
   std::string diagnostics;
@@ -136,12 +147,7 @@ TEST_F(EmitProgramTest, AValueWithoutAPlaceIsAnInternalErrorAtItsOp) {
     // With the product marked as the plan marks a view (offset -1, no
     // buffer of its own) though its readers cannot read it in place, the
     // emitter refuses the program.
-    Operation *product = nullptr;
-    module->walk([&](Operation *op) {
-      if (!product && (isa<loom::MatmulOp>(op) || isa<loom::EinsumOp>(op)) &&
-          op->hasAttr(loom::LoomDialect::kOffsetsAttrName))
-        product = op;
-    });
+    Operation *product = firstPlannedProduct(*module);
     ASSERT_NE(product, nullptr);
     product->setAttr(loom::LoomDialect::kOffsetsAttrName,
                      DenseI64ArrayAttr::get(&context, {-1}));
@@ -171,12 +177,7 @@ TEST_F(EmitProgramTest, AValuePastTheArenaIsAnInternalErrorAtItsOp) {
 
     // With the product placed where its last byte is the arena's last but
     // one, it would run past the arena: the emitter refuses the program.
-    Operation *product = nullptr;
-    module->walk([&](Operation *op) {
-      if (!product && (isa<loom::MatmulOp>(op) || isa<loom::EinsumOp>(op)) &&
-          op->hasAttr(loom::LoomDialect::kOffsetsAttrName))
-        product = op;
-    });
+    Operation *product = firstPlannedProduct(*module);
     ASSERT_NE(product, nullptr);
     auto func = product->getParentOfType<func::FuncOp>();
     int64_t arena =
