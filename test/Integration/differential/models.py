@@ -93,6 +93,9 @@ class Model:
     # Built as written (bf16) instead of with --dtype=f32, and compared
     # norm-wise (run.py): the random programs of random_models.py.
     bf16: bool = False
+    # The float type of a program built as written: bf16, or f16
+    # (random_models.py --f16). Only names the cases.
+    written_type: str = "bf16"
 
     def meshes(self, long=False):
         if "%MESH%" not in self.template:

@@ -18,7 +18,9 @@ nothing read), sometimes a cross-entropy loss of a value or of its
 product with a vocabulary table (a tied output projection). The
 annotations often disagree with one another, which is what makes the
 partitioner reshard, reduce partial values and move data between axes.
-One seed in three gives a bf16 program, the others f32.
+One seed in three gives a bf16 program, the others f32; with `f16`
+(--f16), every seed gives an f16 program instead (the same ops and
+shapes: the element type is not drawn from the random stream).
 
 The same seed gives the same program wherever the same Python runs (Python's
 `random.Random(seed)`, nothing else). Every dimension that carries an
@@ -112,7 +114,7 @@ class Program:
     passes its own inputs for)."""
 
     def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None,
-                 loop_views=None, view_results=None):
+                 loop_views=None, view_results=None, mixed=None):
         self.rng = rng
         # With --pre-norm, draws whether a block is a pre-norm layer (a norm
         # of x first, x plus a value last, a norm of the repeat's result
@@ -131,6 +133,11 @@ class Program:
         # a view of a temporary. None otherwise, as pre_norm.
         self.loop_views = parent.loop_views if parent else loop_views
         self.view_results = parent.view_results if parent else view_results
+        # With --mixed, draws whether a norm's gains, a product's weight or
+        # an operand of arithmetic is f32 in a bf16 or f16 program (the
+        # promotion of docs/language.md 11.1, as GPT-2's f32 norm gains);
+        # None otherwise, as pre_norm.
+        self.mixed = parent.mixed if parent else mixed
         self.float = float_type  # every float tensor's element type
         self.parent = parent
         self.depth = parent.depth + 1 if parent else 0
@@ -156,14 +163,21 @@ class Program:
             self.values.append((name, list(sizes)))
         return name
 
-    def add_param(self, sizes, init, replicated=False):
+    def add_param(self, sizes, init, replicated=False, dtype=None):
         name = self.fresh("w")
         ann = ["" for _ in sizes] if replicated else random_annotation(self.rng, sizes)
         if (not replicated and self.parent and sizes[0] % 4 == 0 and self.zero3.random() < 0.4
                 and not any("dp" in axes_of(a) for a in ann[1:])):
             ann = ["<dp>"] + ann[1:]
-        self.lines.append(f"param {name}: {type_text(sizes, ann, self.float)} = {init}")
+        self.lines.append(f"param {name}: {type_text(sizes, ann, dtype or self.float)} = {init}")
         return name
+
+    def mixed_f32(self, probability):
+        """With --mixed in a bf16 or f16 program, "f32" with the given
+        probability (an operand to promote); None otherwise."""
+        if self.mixed and self.float != "f32" and self.mixed.random() < probability:
+            return "f32"
+        return None
 
     def assign(self, expr, sizes):
         name = self.fresh("v")
@@ -194,24 +208,30 @@ class Program:
         # values whose shape is a suffix of its shape, or a new input that is.
         others = [v for v in self.values if v[0] != name and len(v[1]) <= len(sizes)
                   and v[1] == sizes[len(sizes) - len(v[1]):]]
-        if others and self.rng.random() < 0.7:
+        # With --mixed, sometimes a new f32 operand: the result is f32,
+        # rounded back to the program's type.
+        promoted = self.mixed_f32(0.3)
+        if others and not promoted and self.rng.random() < 0.7:
             other = self.rng.choice(others)[0]
         else:
             keep = self.rng.randint(1, len(sizes))
             tail = sizes[len(sizes) - keep:]
             if self.rng.random() < 0.3:  # a stretched dimension of size 1
                 tail = [1 if self.rng.random() < 0.5 else s for s in tail]
-            other = self.add_input(tail)
+            other = self.add_input(tail, promoted)
         form = self.rng.choice(["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / ({b} * {b} + 1)",
                                 "{b} - {a} * 0.5", "2 * {a} + {b} / 4"])
-        self.assign(form.format(a=name, b=other), sizes)
+        expr = form.format(a=name, b=other)
+        self.assign(f"cast({expr}, {self.float})" if promoted else expr, sizes)
         return True
 
     def op_matmul(self):
         name, sizes = self.pick(2)
         k, n = sizes[-1], self.rng.choice(SIZES)
-        w = self.add_param([k, n], f"normal({1 / math.sqrt(k):.3f})")
-        self.assign(f"{name} @ {w}", sizes[:-1] + [n])
+        weight_type = self.mixed_f32(0.25)
+        w = self.add_param([k, n], f"normal({1 / math.sqrt(k):.3f})", dtype=weight_type)
+        product = f"{name} @ {w}"
+        self.assign(f"cast({product}, {self.float})" if weight_type else product, sizes[:-1] + [n])
         return True
 
     def op_matmul_values(self):
@@ -274,9 +294,10 @@ class Program:
         name, sizes = self.pick()
         k = 2 if len(sizes) >= 3 and self.rng.random() < 0.25 else 1
         noise = self.add_input(sizes)
-        scale = self.add_param(sizes[-k:], "uniform(0.5, 1.5)")
+        gain_type = self.mixed_f32(0.6)
+        scale = self.add_param(sizes[-k:], "uniform(0.5, 1.5)", dtype=gain_type)
         if self.rng.random() < 0.5:
-            bias = self.add_param(sizes[-k:], "normal(0.1)")
+            bias = self.add_param(sizes[-k:], "normal(0.1)", dtype=gain_type)
             self.assign(f"layernorm({name} + {noise}, {scale}, {bias})", sizes)
         else:
             self.assign(f"rmsnorm({name} + {noise}, {scale})", sizes)
@@ -491,11 +512,12 @@ class Program:
         body = Program(rng, self.float, parent=self)
         body.values.append(("x", list(sizes)))
         rms = rng.random() < 0.5
-        gain = body.add_param(sizes[-1:], "uniform(0.5, 1.5)", replicated=True)
+        gain_type = self.mixed_f32(0.6)
+        gain = body.add_param(sizes[-1:], "uniform(0.5, 1.5)", replicated=True, dtype=gain_type)
         if rms:
             body.lines.append(f"h = rmsnorm(x, {gain})")
         else:
-            shift = body.add_param(sizes[-1:], "normal(0.1)", replicated=True)
+            shift = body.add_param(sizes[-1:], "normal(0.1)", replicated=True, dtype=gain_type)
             body.lines.append(f"h = layernorm(x, {gain}, {shift})")
         body.values.append(("h", list(sizes)))
         # The layer reads h first (a projection), so that the norm is live.
@@ -527,11 +549,13 @@ class Program:
             # Mostly only the final norm reads the layers' result (the loop
             # rotates then); otherwise later ops may read it too.
             self.values.remove((carried, list(sizes)))
-        final_gain = self.add_param(sizes[-1:], "uniform(0.5, 1.5)", replicated=True)
+        final_gain = self.add_param(sizes[-1:], "uniform(0.5, 1.5)", replicated=True,
+                                    dtype=gain_type)
         if rms:
             self.assign(f"rmsnorm({carried}, {final_gain})", sizes)
         else:
-            final_shift = self.add_param(sizes[-1:], "normal(0.1)", replicated=True)
+            final_shift = self.add_param(sizes[-1:], "normal(0.1)", replicated=True,
+                                         dtype=gain_type)
             self.assign(f"layernorm({carried}, {final_gain}, {final_shift})", sizes)
         return True
 
@@ -587,20 +611,25 @@ OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsu
        ("block", 2), ("integers", 1), ("mlp", 1)]
 
 
-def generate(seed, pre_norm=False, loop_views=False):
+def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
     """The random program of `seed`, as a models.Model named random-SEED
     (with `pre_norm`, random-pre-norm-SEED: some blocks are pre-norm
     layers; with `loop_views`, random-loop-views-SEED or
     random-pre-norm-loop-views-SEED: some repeats' first values are read
-    through views after the repeat)."""
+    through views after the repeat; with `f16`, random-f16-SEED and so on:
+    every float is f16; with `mixed`, random-mixed-SEED and so on: some
+    norm gains, weights and operands of a bf16 or f16 program are f32)."""
     rng = random.Random(seed)
     # One seed in three is a bf16 program, built as written (run.py compares
-    # it norm-wise, as the examples' bf16 builds); the others are f32.
-    bf16 = seed % 3 == 0
-    program = Program(rng, "bf16" if bf16 else "f32", zero3=random.Random(f"zero3-{seed}"),
+    # it norm-wise, as the examples' bf16 builds); the others are f32. With
+    # f16 every program is f16, built and compared as the bf16 ones.
+    low_precision = f16 or seed % 3 == 0
+    float_type = "f16" if f16 else "bf16" if low_precision else "f32"
+    program = Program(rng, float_type, zero3=random.Random(f"zero3-{seed}"),
                       pre_norm=random.Random(f"pre-norm-{seed}") if pre_norm else None,
                       loop_views=random.Random(f"loop-views-{seed}") if loop_views else None,
-                      view_results=random.Random(f"view-results-{seed}") if loop_views else None)
+                      view_results=random.Random(f"view-results-{seed}") if loop_views else None,
+                      mixed=random.Random(f"mixed-{seed}") if mixed else None)
     if rng.random() < 0.25:
         program.op_embedding()
     rank = rng.choice([2, 3, 3, 4])
@@ -643,8 +672,9 @@ def generate(seed, pre_norm=False, loop_views=False):
     text.append(f"  return {', '.join(returned)}")
     text.append("}")
     name = "random-" + "".join(variant + "-" for variant, on in
-                               (("pre-norm", pre_norm), ("loop-views", loop_views)) if on) + str(seed)
-    return RandomModel(name, "\n".join(text) + "\n", bf16=bf16)
+                               (("f16", f16), ("mixed", mixed), ("pre-norm", pre_norm),
+                                ("loop-views", loop_views)) if on) + str(seed)
+    return RandomModel(name, "\n".join(text) + "\n", bf16=low_precision, written_type=float_type)
 
 
 def parse_seeds(text):
@@ -669,11 +699,18 @@ def main():
                         help="read some repeats' first values through a view (a reshape, or "
                              "leading rows) made before the repeat and read after it, and make "
                              "some blocks return a view of a temporary")
+    parser.add_argument("--f16", action="store_true",
+                        help="make every float of the program f16 (otherwise one seed in three "
+                             "is bf16, the others f32)")
+    parser.add_argument("--mixed", action="store_true",
+                        help="in a bf16 or f16 program, make some norm gains, product weights and "
+                             "operands of arithmetic f32 (promoted, the results cast back)")
     args = parser.parse_args()
     meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
     if args.mesh not in meshes:
         parser.error(f"--mesh must be one of {', '.join(meshes)}")
-    sys.stdout.write(models.render(generate(args.seed, args.pre_norm, args.loop_views).template,
+    sys.stdout.write(models.render(generate(args.seed, args.pre_norm, args.loop_views,
+                                            args.f16, args.mixed).template,
                                    meshes[args.mesh]))
     return 0
 

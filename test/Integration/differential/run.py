@@ -4,7 +4,8 @@ For every model of models.py and every mesh (1-D and 2-D meshes up to 4
 ranks; with --long or LOOM_LONG=1 also 8 ranks), and for the three examples
 (or, with --random SEEDS, for the random programs of random_models.py
 instead, one in three of which is bf16 and built and compared as the
-examples' bf16 builds below):
+examples' bf16 builds below; with --f16, every one is f16, built and
+compared so):
 
   1. compile with --dtype=f32 for the N-rank mesh and for the all-ones mesh
      (--mesh AXIS=1,...), run both with one --seed and --out;
@@ -209,15 +210,15 @@ class Case:
     case with the same `ref_key`."""
 
     def __init__(self, name, mesh_tag, ranks, source, n_flags, ref_source, one_flags, ref_key,
-                 bf16=False):
+                 bf16=False, written_type="bf16"):
         self.name, self.mesh_tag, self.ranks = name, mesh_tag, ranks
         self.source, self.n_flags = source, n_flags
         self.ref_source, self.one_flags = ref_source, one_flags
-        self.ref_key, self.bf16 = ref_key, bf16
+        self.ref_key, self.bf16, self.written_type = ref_key, bf16, written_type
 
     @property
     def label(self):
-        return f"{self.name} {self.mesh_tag}" + (" bf16" if self.bf16 else "")
+        return f"{self.name} {self.mesh_tag}" + (f" {self.written_type}" if self.bf16 else "")
 
 
 def mesh_flag(axes_sizes):
@@ -225,7 +226,7 @@ def mesh_flag(axes_sizes):
 
 
 def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_norm=False,
-                loop_views=False):
+                loop_views=False, f16=False, mixed=False):
     cases = []
     for tag, mesh in [] if random_seeds else models.MESHES + (models.LONG_MESHES if long else []):
         if cuda_on_cpu and tag != "dp2tp2":
@@ -241,7 +242,8 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_no
                 cases.append(Case(f"example-{example}", tag, ranks, source, mesh_flag(over),
                                   source, mesh_flag([(a, 1) for a in EXAMPLE_AXES]),
                                   f"example-{example}-{'bf16' if bf16 else 'f32'}", bf16))
-    chosen = ([random_models.generate(seed, pre_norm, loop_views) for seed in random_seeds]
+    chosen = ([random_models.generate(seed, pre_norm, loop_views, f16, mixed)
+               for seed in random_seeds]
               if random_seeds
               else models.MODELS)
     for m in chosen:
@@ -257,7 +259,8 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_no
                 continue
             ranks = int(np.prod([n for _, n in mesh])) if mesh else 1
             source = (f"{m.name}.{tag}.loom", models.render(m.template, mesh))
-            cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name, m.bf16))
+            cases.append(Case(m.name, tag, ranks, source, [], ref_source, one_flags, m.name, m.bf16,
+                              m.written_type))
     # The GPT example's interpreter runs are the longest: start them first.
     cases.sort(key=lambda c: not c.name.startswith("example-gpt"))
     return cases
@@ -382,7 +385,7 @@ class Runner:
         if not case.name.startswith("random-"):
             return ""
         seed, flags = case.name[len("random-"):], ""
-        for variant in ("pre-norm", "loop-views"):
+        for variant in ("f16", "mixed", "pre-norm", "loop-views"):
             if seed.startswith(variant + "-"):
                 seed, flags = seed[len(variant) + 1:], flags + " --" + variant
         return (f" (the program: test/Integration/differential/random_models.py "
@@ -491,6 +494,13 @@ def main():
     parser.add_argument("--loop-views", action="store_true",
                         help="with --random, read some repeats' first values through views made "
                              "before the repeat and read after it (random_models.py --loop-views)")
+    parser.add_argument("--f16", action="store_true",
+                        help="with --random, make every float of each program f16 "
+                             "(random_models.py --f16), compared as the bf16 programs are")
+    parser.add_argument("--mixed", action="store_true",
+                        help="with --random, make some norm gains, product weights and operands "
+                             "of arithmetic of each bf16 or f16 program f32 (random_models.py "
+                             "--mixed)")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
@@ -538,8 +548,12 @@ def main():
         parser.error("--pre-norm goes with --random")
     if args.loop_views and not seeds:
         parser.error("--loop-views goes with --random")
+    if args.f16 and not seeds:
+        parser.error("--f16 goes with --random")
+    if args.mixed and not seeds:
+        parser.error("--mixed goes with --random")
     cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, args.pre_norm,
-                                    args.loop_views)
+                                    args.loop_views, args.f16, args.mixed)
              if args.filter in c.label]
     if args.list:
         for case in cases:
