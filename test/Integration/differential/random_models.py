@@ -611,6 +611,32 @@ OPS = [("unary", 3), ("binary", 3), ("matmul", 3), ("matmul_values", 1), ("einsu
        ("block", 2), ("integers", 1), ("mlp", 1)]
 
 
+# The variants of a seed's program: a keyword of generate() each (the flag
+# with _ for -), a word of the program's name, and the help of the flag of
+# random_models.py and run.py. Without them a seed's program is what it was.
+VARIANTS = [
+    ("f16", "make every float of the program f16 (otherwise one seed in three is bf16, "
+            "the others f32)"),
+    ("mixed", "in a bf16 or f16 program, make some norm gains, product weights and operands "
+              "of arithmetic f32 (promoted, the results cast back)"),
+    ("pre-norm", "make some blocks pre-norm layers (a norm first, a residual sum last, a norm "
+                 "after the repeat), which loom-fuse-add-norm rotates"),
+    ("loop-views", "read some repeats' first values through a view (a reshape, or leading "
+                   "rows) made before the repeat and read after it, and make some blocks "
+                   "return a view of a temporary"),
+]
+
+
+def add_variant_arguments(parser):
+    for flag, text in VARIANTS:
+        parser.add_argument("--" + flag, action="store_true", help=text)
+
+
+def variant_options(args):
+    """The keywords of generate() that parsed arguments ask for."""
+    return {flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag, _ in VARIANTS}
+
+
 def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
     """The random program of `seed`, as a models.Model named random-SEED
     (with `pre_norm`, random-pre-norm-SEED: some blocks are pre-norm
@@ -671,9 +697,8 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
     text += [f"  {line}" for line in program.lines]
     text.append(f"  return {', '.join(returned)}")
     text.append("}")
-    name = "random-" + "".join(variant + "-" for variant, on in
-                               (("f16", f16), ("mixed", mixed), ("pre-norm", pre_norm),
-                                ("loop-views", loop_views)) if on) + str(seed)
+    chosen = {"f16": f16, "mixed": mixed, "pre-norm": pre_norm, "loop-views": loop_views}
+    name = "random-" + "".join(flag + "-" for flag, _ in VARIANTS if chosen[flag]) + str(seed)
     return RandomModel(name, "\n".join(text) + "\n", bf16=low_precision, written_type=float_type)
 
 
@@ -692,25 +717,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", required=True, type=int)
     parser.add_argument("--mesh", default="dp2tp2", help="a mesh tag of models.py (default dp2tp2)")
-    parser.add_argument("--pre-norm", action="store_true",
-                        help="make some blocks pre-norm layers (a norm first, a residual sum "
-                             "last, a norm after the repeat)")
-    parser.add_argument("--loop-views", action="store_true",
-                        help="read some repeats' first values through a view (a reshape, or "
-                             "leading rows) made before the repeat and read after it, and make "
-                             "some blocks return a view of a temporary")
-    parser.add_argument("--f16", action="store_true",
-                        help="make every float of the program f16 (otherwise one seed in three "
-                             "is bf16, the others f32)")
-    parser.add_argument("--mixed", action="store_true",
-                        help="in a bf16 or f16 program, make some norm gains, product weights and "
-                             "operands of arithmetic f32 (promoted, the results cast back)")
+    add_variant_arguments(parser)
     args = parser.parse_args()
     meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
     if args.mesh not in meshes:
         parser.error(f"--mesh must be one of {', '.join(meshes)}")
-    sys.stdout.write(models.render(generate(args.seed, args.pre_norm, args.loop_views,
-                                            args.f16, args.mixed).template,
+    sys.stdout.write(models.render(generate(args.seed, **variant_options(args)).template,
                                    meshes[args.mesh]))
     return 0
 

@@ -225,8 +225,8 @@ def mesh_flag(axes_sizes):
     return ["--mesh", ",".join(f"{a}={n}" for a, n in axes_sizes)] if axes_sizes else []
 
 
-def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_norm=False,
-                loop_views=False, f16=False, mixed=False):
+def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, variants=None):
+    """The cases to run; `variants` are random_models.generate()'s keywords."""
     cases = []
     for tag, mesh in [] if random_seeds else models.MESHES + (models.LONG_MESHES if long else []):
         if cuda_on_cpu and tag != "dp2tp2":
@@ -242,8 +242,7 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, pre_no
                 cases.append(Case(f"example-{example}", tag, ranks, source, mesh_flag(over),
                                   source, mesh_flag([(a, 1) for a in EXAMPLE_AXES]),
                                   f"example-{example}-{'bf16' if bf16 else 'f32'}", bf16))
-    chosen = ([random_models.generate(seed, pre_norm, loop_views, f16, mixed)
-               for seed in random_seeds]
+    chosen = ([random_models.generate(seed, **(variants or {})) for seed in random_seeds]
               if random_seeds
               else models.MODELS)
     for m in chosen:
@@ -385,7 +384,7 @@ class Runner:
         if not case.name.startswith("random-"):
             return ""
         seed, flags = case.name[len("random-"):], ""
-        for variant in ("f16", "mixed", "pre-norm", "loop-views"):
+        for variant, _ in random_models.VARIANTS:
             if seed.startswith(variant + "-"):
                 seed, flags = seed[len(variant) + 1:], flags + " --" + variant
         return (f" (the program: test/Integration/differential/random_models.py "
@@ -488,19 +487,6 @@ def main():
     parser.add_argument("--random", metavar="SEEDS",
                         help="the random programs of random_models.py for these seeds ('1-20,25') "
                              "instead of the examples and models.py's models")
-    parser.add_argument("--pre-norm", action="store_true",
-                        help="with --random, make some of each program's blocks pre-norm layers "
-                             "(random_models.py --pre-norm), which loom-fuse-add-norm rotates")
-    parser.add_argument("--loop-views", action="store_true",
-                        help="with --random, read some repeats' first values through views made "
-                             "before the repeat and read after it (random_models.py --loop-views)")
-    parser.add_argument("--f16", action="store_true",
-                        help="with --random, make every float of each program f16 "
-                             "(random_models.py --f16), compared as the bf16 programs are")
-    parser.add_argument("--mixed", action="store_true",
-                        help="with --random, make some norm gains, product weights and operands "
-                             "of arithmetic of each bf16 or f16 program f32 (random_models.py "
-                             "--mixed)")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
@@ -518,6 +504,8 @@ def main():
                              "the fast kernels' bits, and each N-rank NCCL program with its "
                              "compute stream lazy, then its communication stream (lazy:0, lazy:1; "
                              "steps launched anew), which must give the NCCL run's bits")
+    random_models.add_variant_arguments(parser.add_argument_group(
+        "variants of the random programs (with --random; random_models.py has the same flags)"))
     parser.add_argument("--sanitize", action="store_true",
                         help="build the CPU programs with loomc --sanitize (AddressSanitizer and "
                              "UBSan: any finding fails the case)")
@@ -544,16 +532,11 @@ def main():
         seeds = random_models.parse_seeds(args.random) if args.random else None
     except ValueError as error:
         parser.error(f"--random: {error}")
-    if args.pre_norm and not seeds:
-        parser.error("--pre-norm goes with --random")
-    if args.loop_views and not seeds:
-        parser.error("--loop-views goes with --random")
-    if args.f16 and not seeds:
-        parser.error("--f16 goes with --random")
-    if args.mixed and not seeds:
-        parser.error("--mixed goes with --random")
-    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, args.pre_norm,
-                                    args.loop_views, args.f16, args.mixed)
+    variants = random_models.variant_options(args)
+    for flag, _ in random_models.VARIANTS:
+        if variants[flag.replace("-", "_")] and not seeds:
+            parser.error(f"--{flag} goes with --random")
+    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, variants)
              if args.filter in c.label]
     if args.list:
         for case in cases:
