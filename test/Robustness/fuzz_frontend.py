@@ -3,10 +3,16 @@
 
 Feeds loomc variants of the given seed files (byte flips, deleted and
 duplicated tokens, truncations, deep nesting, huge numbers, empty input,
-binary garbage, invalid UTF-8) and fails when any run ends by a signal, an
-abort, an exit code other than 0 or 1, an exit code 1 without an
-`error:` diagnostic, or a timeout. Failing inputs are copied to --crash-dir
-so they can become regression tests.
+binary garbage, invalid UTF-8, and numbers and names replaced by others of
+their kind, which often leave a valid program of other shapes, shardings
+or dataflow) and fails when any run ends by a signal, an abort, an exit
+code other than 0 or 1, an exit code 1 without an `error:` diagnostic, an
+internal error (a fault of the compiler whatever the input), or a timeout.
+The runs stop at every stage in turn, from the syntax tree to the CPU and
+CUDA programs, `--explain` and `--report`, so that an input the front end
+accepts also goes through propagation, the partitioner, the memory plan
+and both code generators. Failing inputs are copied to --crash-dir so they
+can become regression tests.
 """
 
 import argparse
@@ -20,6 +26,12 @@ import sys
 import tempfile
 import time
 
+# Where each run stops, in turn.
+STOPS = [["--emit=loom"], ["--emit=ast"], ["--emit=params"], ["--emit=sharded"],
+         ["--emit=spmd"], ["--emit=cpu"], ["--target=cuda", "--emit=cuda"],
+         ["--emit=cpu", "--overlap-collectives"], ["--explain"], ["--report"]]
+SMALL_NUMBERS = [b"1", b"2", b"3", b"4", b"6", b"8", b"12", b"16", b"24", b"32"]
+NAME = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
 TOKEN = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\"[^\"\n]*\"|\S")
 
 
@@ -29,7 +41,7 @@ def tokens(data):
 
 def mutate(rng, seed):
     """One mutated variant of `seed` (bytes)."""
-    kind = rng.randrange(12)
+    kind = rng.randrange(13)
     toks = tokens(seed)
     if kind == 0:  # byte flips
         data = bytearray(seed)
@@ -83,35 +95,48 @@ def mutate(rng, seed):
         start, end = toks[rng.randrange(len(toks))]
         s2, e2 = toks[rng.randrange(len(toks))]
         return seed[:start] + seed[s2:e2] + seed[end:]
+    if kind == 11 and toks:  # numbers and names replaced by others of their kind
+        data = seed
+        names = sorted({m.group() for m in NAME.finditer(seed)})
+        for _ in range(rng.randint(1, 3)):
+            start, end = rng.choice(tokens(data))
+            token = data[start:end]
+            if token.isdigit():
+                data = data[:start] + rng.choice(SMALL_NUMBERS) + data[end:]
+            elif NAME.fullmatch(token):
+                data = data[:start] + rng.choice(names) + data[end:]
+        return data
     # long flat expression chains
     at = rng.randrange(len(seed) + 1)
     return seed[:at] + b"x" + b" + x" * rng.choice([100, 5000, 50000]) + seed[at:]
 
 
 def run_one(loomc, path, timeout, extra):
-    """Returns (problem or None, seconds)."""
+    """Returns (problem or None, whether loomc accepted the input, seconds)."""
     start = time.monotonic()
-    problem = check_one(loomc, path, timeout, extra)
-    return problem, time.monotonic() - start
+    problem, returncode = check_one(loomc, path, timeout, extra)
+    return problem, problem is None and returncode == 0, time.monotonic() - start
 
 
 def check_one(loomc, path, timeout, extra):
+    """(problem or None, loomc's exit code or None)."""
     try:
         proc = subprocess.run([loomc, path, *extra], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return "timeout after %d s" % timeout
+        return "timeout after %d s" % timeout, None
     except OSError as error:
-        return "could not run loomc: %s" % error
-    if proc.returncode < 0:
-        return "killed by signal %d" % -proc.returncode
-    if proc.returncode not in (0, 1):
-        return "exit code %d" % proc.returncode
-    if proc.returncode == 1 and b"error:" not in proc.stderr:
-        return "exit code 1 without an error diagnostic"
-    if b"internal parser error" in proc.stderr:
-        return "internal parser error: " + proc.stderr.decode(errors="replace")[:200]
-    return None
+        return "could not run loomc: %s" % error, None
+    code = proc.returncode
+    if code < 0:
+        return "killed by signal %d" % -code, code
+    if code not in (0, 1):
+        return "exit code %d" % code, code
+    if code == 1 and b"error:" not in proc.stderr:
+        return "exit code 1 without an error diagnostic", code
+    if b"internal parser error" in proc.stderr or b"internal error" in proc.stderr:
+        return "internal error: " + proc.stderr.decode(errors="replace")[:300], code
+    return None, code
 
 
 def main():
@@ -137,17 +162,19 @@ def main():
         path = os.path.join(work, "case%05d.loom" % index)
         with open(path, "wb") as f:
             f.write(data)
-        # Alternate stop points so the AST printer and IR printer run too.
-        extra = [["--emit=loom"], ["--emit=ast"], ["--emit=params"]][index % 3]
+        extra = STOPS[index % len(STOPS)]
         cases.append((path, extra))
 
     failures = []
+    accepted = {}  # stop -> inputs loomc accepted there
     slowest = (0.0, "")
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = pool.map(lambda case: (case, run_one(args.loomc, case[0], args.timeout, case[1])), cases)
-        for (path, extra), (problem, seconds) in results:
+        for (path, extra), (problem, ok, seconds) in results:
             if problem:
                 failures.append((path, extra, problem))
+            stop = " ".join(extra)
+            accepted[stop] = accepted.get(stop, 0) + ok
             slowest = max(slowest, (seconds, os.path.basename(path)))
 
     for path, extra, problem in failures:
@@ -158,6 +185,8 @@ def main():
     # Timings are information only; only crashes, aborts and timeouts fail.
     print("fuzz: %d inputs, %d failures" % (len(cases), len(failures)))
     print("fuzz: slowest input %s took %.2f s" % (slowest[1], slowest[0]))
+    # How deep the inputs went: those accepted at each stop (information).
+    print("fuzz: accepted, by stop: " + ", ".join("%s %d" % item for item in accepted.items()))
     if not failures:
         shutil.rmtree(work)
     return 1 if failures else 0
