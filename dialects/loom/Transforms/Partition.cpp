@@ -70,6 +70,26 @@ Linearity linearityOf(Operation *op) {
   return Linearity::None;
 }
 
+/// Whether a partial sum's terms may each be multiplied (or, with
+/// `divisor`, divided) by `factor` instead of the sum: IEEE arithmetic does
+/// not distribute over a sum where the factor is infinite or NaN, or a
+/// divisor is zero ((a + b) / 0 is one infinity, a / 0 + b / 0 may be NaN),
+/// so only a constant whose every element is finite (and not zero, as a
+/// divisor) qualifies; a product by any other value reduces the sum first
+/// (docs/partitioning.md 3.3). The terms' last bits may still differ, as
+/// they do when a sum's terms are added in another order.
+bool distributesOver(Value factor, bool divisor) {
+  auto constant = factor.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return false;
+  auto elements = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!elements || !isa<FloatType>(elements.getElementType()))
+    return false;
+  return llvm::all_of(elements.getValues<APFloat>(), [&](const APFloat &x) {
+    return x.isFinite() && !(divisor && x.isZero());
+  });
+}
+
 /// A softmax or a norm: split along a reduced dimension, it all-reduces its
 /// rows' statistics (Partitioner::splitNormalization).
 bool normalisesRows(Operation *op) {
@@ -672,7 +692,13 @@ LogicalResult Partitioner::partitionRuled(Operation *op,
           llvm::find_if(partials,
                         [](const Axes &partial) { return !partial.empty(); }) -
           partials.begin();
-      keep[index] = !clashes(partials[index]) && !(isa<DivOp>(op) && index);
+      bool divides = isa<DivOp>(op);
+      keep[index] =
+          !clashes(partials[index]) && !(divides && index) &&
+          llvm::all_of(llvm::enumerate(op->getOperands()), [&](auto other) {
+            return other.index() == index ||
+                   distributesOver(other.value(), divides);
+          });
     }
     break;
   case Linearity::Unary:

@@ -741,6 +741,28 @@ model Partial(x: f32[B<dp>, F<tp>], y: f32[B<dp>, D])
 }
 """)
 
+model("partial-special-values")("""
+mesh m = [%MESH%]
+const B = 8, D = 8, F = 16
+// a row-parallel product (partial over tp) divided or multiplied by values
+// known only at run time: zeros and an infinity. Reduced first, the sums
+// keep the unsharded program's special values: (a + b) / 0 is one
+// infinity, where a / 0 + b / 0 is NaN when a and b differ in sign
+// (mlp.loom divided by its zero bias gave NaN on 4 ranks until 2026-12-07)
+model PartialSpecial(x: f32[B<dp>, F<tp>])
+    -> (a: f32[B<dp>, D], b: f32[B<dp>, D], c: f32[B<dp>, D]) {
+  param w: f32[F<tp>, D] = normal(0.3)
+  param zero: f32[D] = zeros
+  param one: f32[D] = ones
+  p = x @ w
+  infinity = one / zero
+  a = p / zero
+  b = p * infinity
+  c = p * 0.5 + p / (one + one)
+  return a, b, c
+}
+""")
+
 model("partial-movement")("""
 mesh m = [%MESH%]
 const B = 8, D = 8, F = 16, D2 = 16
