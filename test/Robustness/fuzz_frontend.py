@@ -39,6 +39,26 @@ def tokens(data):
     return [(m.start(), m.end()) for m in TOKEN.finditer(data)]
 
 
+def replace_by_kind(rng, seed):
+    """`seed` (bytes) with one to three tokens replaced by others of their
+    kind: a whole number by a small one, a name by another name of the
+    file, an arithmetic operator by another. The result is often a valid
+    program of other shapes, shardings or dataflow (run.py --mutants runs
+    such programs against the interpreter)."""
+    data = seed
+    names = sorted({m.group() for m in NAME.finditer(seed)})
+    for _ in range(rng.randint(1, 3)):
+        start, end = rng.choice(tokens(data))
+        token = data[start:end]
+        if token.isdigit():
+            data = data[:start] + rng.choice(SMALL_NUMBERS) + data[end:]
+        elif NAME.fullmatch(token):
+            data = data[:start] + rng.choice(names) + data[end:]
+        elif token in (b"+", b"-", b"*", b"/"):
+            data = data[:start] + rng.choice([b"+", b"-", b"*", b"/"]) + data[end:]
+    return data
+
+
 def mutate(rng, seed):
     """One mutated variant of `seed` (bytes)."""
     kind = rng.randrange(13)
@@ -95,17 +115,8 @@ def mutate(rng, seed):
         start, end = toks[rng.randrange(len(toks))]
         s2, e2 = toks[rng.randrange(len(toks))]
         return seed[:start] + seed[s2:e2] + seed[end:]
-    if kind == 11 and toks:  # numbers and names replaced by others of their kind
-        data = seed
-        names = sorted({m.group() for m in NAME.finditer(seed)})
-        for _ in range(rng.randint(1, 3)):
-            start, end = rng.choice(tokens(data))
-            token = data[start:end]
-            if token.isdigit():
-                data = data[:start] + rng.choice(SMALL_NUMBERS) + data[end:]
-            elif NAME.fullmatch(token):
-                data = data[:start] + rng.choice(names) + data[end:]
-        return data
+    if kind == 11 and toks:
+        return replace_by_kind(rng, seed)
     # long flat expression chains
     at = rng.randrange(len(seed) + 1)
     return seed[:at] + b"x" + b" + x" * rng.choice([100, 5000, 50000]) + seed[at:]

@@ -60,6 +60,7 @@ failure.
 import argparse
 import concurrent.futures
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -74,6 +75,10 @@ from safetensors.numpy import load_file
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 import random_models  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "Robustness"))
+import fuzz_frontend  # noqa: E402
 
 F32_RTOL, F32_ATOL = 1e-5, 1e-6
 BF16_NORM_TOL = 2e-2
@@ -265,6 +270,41 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, varian
     return cases
 
 
+def mutant_cases(count, mutation_seed, loomc, workdir):
+    """Programs made from the examples by replacing one to three numbers,
+    names or operators by others of their kind (fuzz_frontend.py's
+    replace_by_kind), kept where loomc accepts them for a mesh of 2 to 8
+    ranks: other shapes, shardings and dataflow than any test wrote, such as
+    a division by a parameter of zeros. Returns (cases, how many were
+    made)."""
+    import random
+    rng = random.Random(mutation_seed)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples")
+    sources = [open(os.path.join(root, f"{name}.loom"), "rb").read() for name, _ in EXAMPLES]
+    os.makedirs(os.path.join(workdir, "mutants"), exist_ok=True)
+    cases = []
+    for index in range(count):
+        text = fuzz_frontend.replace_by_kind(rng, sources[index % len(sources)])
+        text = text.decode("utf-8", errors="replace")
+        mesh = re.search(r"^mesh\s+\w+\s*=\s*\[([^\]]*)\]", text, re.MULTILINE)
+        axes = re.findall(r"(\w+)\s*:\s*(\d+)", mesh.group(1)) if mesh else []
+        ranks = int(np.prod([int(n) for _, n in axes])) if axes else 0
+        if not 2 <= ranks <= 8:
+            continue
+        name = f"mutant-{mutation_seed}-{index}"
+        path = os.path.join(workdir, "mutants", f"{name}.loom")
+        with open(path, "w") as f:
+            f.write(text)
+        accepted = subprocess.run([loomc, path, "--dtype=f32", "--emit=cpu"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  timeout=COMPILE_TIMEOUT).returncode == 0
+        if accepted:
+            source = (f"{name}.loom", text)
+            cases.append(Case(name, "mesh", ranks, source, [], source,
+                              mesh_flag([(a, 1) for a, _ in axes]), name))
+    return cases, count
+
+
 class Runner:
     def __init__(self, args):
         self.args = args
@@ -380,7 +420,10 @@ class Runner:
         return one, interp, compare(one, interp, case.bf16)
 
     def reproduce(self, case):
-        """For a random program, how to print it again."""
+        """For a random program, how to print it again; for a mutant, where
+        it is."""
+        if case.name.startswith("mutant-"):
+            return f" (the program: {self.args.workdir}/mutants/{case.name}.loom)"
         if not case.name.startswith("random-"):
             return ""
         seed, flags = case.name[len("random-"):], ""
@@ -487,6 +530,13 @@ def main():
     parser.add_argument("--random", metavar="SEEDS",
                         help="the random programs of random_models.py for these seeds ('1-20,25') "
                              "instead of the examples and models.py's models")
+    parser.add_argument("--mutants", type=int, metavar="COUNT",
+                        help="instead of the models, COUNT programs made from the examples by "
+                             "replacing numbers, names and operators by others of their kind, "
+                             "each that loomc accepts for 2 to 8 ranks run as a case (kept in "
+                             "WORKDIR/mutants)")
+    parser.add_argument("--mutation-seed", type=int, default=1,
+                        help="the seed of --mutants' replacements (default 1)")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
@@ -536,8 +586,19 @@ def main():
     for flag, _ in random_models.VARIANTS:
         if variants[flag.replace("-", "_")] and not seeds:
             parser.error(f"--{flag} goes with --random")
-    cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, variants)
-             if args.filter in c.label]
+    if args.mutants is not None and seeds:
+        parser.error("--mutants and --random are two sources of programs: give one")
+    made = ""
+    if args.mutants is not None:
+        cases, count = mutant_cases(args.mutants, args.mutation_seed, args.loomc, args.workdir)
+        if args.cuda_on_cpu:  # as the models: the CUDA programs run on one mesh
+            cases = [c for c in cases if c.ranks == 4]
+        cases = [c for c in cases if args.filter in c.label]
+        made = f"mutants: {count} made, {len(cases)} accepted by loomc for 2 to 8 ranks"
+        print(made, flush=True)
+    else:
+        cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, variants)
+                 if args.filter in c.label]
     if args.list:
         for case in cases:
             print(case.label)
