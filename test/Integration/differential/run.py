@@ -5,7 +5,9 @@ ranks; with --long or LOOM_LONG=1 also 8 ranks), and for the three examples
 (or, with --random SEEDS, for the random programs of random_models.py
 instead, one in three of which is bf16 and built and compared as the
 examples' bf16 builds below; with --f16, every one is f16, built and
-compared so):
+compared so; or, with --mutants COUNT, for programs made from the examples
+by replacing numbers, names and operators by others of their kind, those
+that loomc accepts for 2 to 8 ranks):
 
   1. compile with --dtype=f32 for the N-rank mesh and for the all-ones mesh
      (--mesh AXIS=1,...), run both with one --seed and --out;
@@ -60,6 +62,7 @@ failure.
 import argparse
 import concurrent.futures
 import os
+import random
 import re
 import shlex
 import signal
@@ -277,7 +280,6 @@ def mutant_cases(count, mutation_seed, loomc, workdir):
     ranks: other shapes, shardings and dataflow than any test wrote, such as
     a division by a parameter of zeros. Returns (cases, how many were
     made)."""
-    import random
     rng = random.Random(mutation_seed)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples")
     sources = [open(os.path.join(root, f"{name}.loom"), "rb").read() for name, _ in EXAMPLES]
