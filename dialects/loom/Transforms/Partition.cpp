@@ -77,8 +77,11 @@ Linearity linearityOf(Operation *op) {
 /// so only a constant whose every element is finite (and not zero, as a
 /// divisor) qualifies; a product by any other value reduces the sum first
 /// (docs/partitioning.md 3.3). The terms' last bits may still differ, as
-/// they do when a sum's terms are added in another order.
+/// they do when a sum's terms are added in another order. Integer products
+/// wrap, and wrapping arithmetic distributes exactly.
 bool distributesOver(Value factor, bool divisor) {
+  if (isa<IntegerType>(getElementTypeOrSelf(factor.getType())))
+    return true;
   auto constant = factor.getDefiningOp<ConstantOp>();
   if (!constant)
     return false;
