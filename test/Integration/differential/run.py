@@ -279,12 +279,13 @@ def mutant_cases(count, mutation_seed, loomc, workdir):
     replace_by_kind), kept where loomc accepts them for a mesh of 2 to 8
     ranks: other shapes, shardings and dataflow than any test wrote, such as
     a division by a parameter of zeros. Returns (cases, how many were
-    made)."""
+    made, a failure line for each mutant that loomc did not finish
+    compiling in COMPILE_TIMEOUT: a hang is a fault whatever the input)."""
     rng = random.Random(mutation_seed)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples")
     sources = [open(os.path.join(root, f"{name}.loom"), "rb").read() for name, _ in EXAMPLES]
     os.makedirs(os.path.join(workdir, "mutants"), exist_ok=True)
-    cases = []
+    cases, hung = [], []
     for index in range(count):
         text = fuzz_frontend.replace_by_kind(rng, sources[index % len(sources)])
         text = text.decode("utf-8", errors="replace")
@@ -297,14 +298,19 @@ def mutant_cases(count, mutation_seed, loomc, workdir):
         path = os.path.join(workdir, "mutants", f"{name}.loom")
         with open(path, "w") as f:
             f.write(text)
-        accepted = subprocess.run([loomc, path, "--dtype=f32", "--emit=cpu"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  timeout=COMPILE_TIMEOUT).returncode == 0
+        try:
+            accepted = subprocess.run([loomc, path, "--dtype=f32", "--emit=cpu"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      timeout=COMPILE_TIMEOUT).returncode == 0
+        except subprocess.TimeoutExpired:
+            hung.append(f"FAIL {name}: loomc --emit=cpu ran past {COMPILE_TIMEOUT} s "
+                        f"(the program: {path})")
+            continue
         if accepted:
             source = (f"{name}.loom", text)
             cases.append(Case(name, "mesh", ranks, source, [], source,
                               mesh_flag([(a, 1) for a, _ in axes]), name))
-    return cases, count
+    return cases, count, hung
 
 
 class Runner:
@@ -590,14 +596,18 @@ def main():
             parser.error(f"--{flag} goes with --random")
     if args.mutants is not None and seeds:
         parser.error("--mutants and --random are two sources of programs: give one")
-    made = ""
+    hung = []
     if args.mutants is not None:
-        cases, count = mutant_cases(args.mutants, args.mutation_seed, args.loomc, args.workdir)
+        cases, count, hung = mutant_cases(args.mutants, args.mutation_seed, args.loomc,
+                                          args.workdir)
         if args.cuda_on_cpu:  # as the models: the CUDA programs run on one mesh
             cases = [c for c in cases if c.ranks == 4]
         cases = [c for c in cases if args.filter in c.label]
-        made = f"mutants: {count} made, {len(cases)} accepted by loomc for 2 to 8 ranks"
-        print(made, flush=True)
+        print(f"mutants: {count} made, {len(cases)} accepted by loomc for 2 to 8 ranks",
+              flush=True)
+        for line in hung:
+            print(line, flush=True)
+            print(line, file=sys.stderr, flush=True)
     else:
         cases = [c for c in build_cases(long, args.all, bool(args.cuda_on_cpu), seeds, variants)
                  if args.filter in c.label]
@@ -606,7 +616,7 @@ def main():
             print(case.label)
         return 0
     runner = Runner(args)
-    failures = 0
+    failures = len(hung)
     start = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for ok, line in pool.map(runner.run_case, cases):
