@@ -1111,26 +1111,22 @@ LogicalResult ProgramEmitter::emitContraction(Operation *op, Value a, Value b,
   // an operand's place once the operand is dead. A residual the epilogue
   // may read in place, as C.
   Value result = reader.group ? reader.group.getResult() : Value();
-  auto residualFits = [&] {
-    if (!reader.residual || !overlap(result, reader.residual))
-      return true;
-    ArenaAddress from = arenaAddress(reader.residual),
-                 to = arenaAddress(result);
+  auto samePlace = [](Value x, Value y) {
+    ArenaAddress from = arenaAddress(x), to = arenaAddress(y);
     return from.offset == to.offset && from.steps == to.steps;
   };
+  bool residualFits = !reader.residual ||
+                      !overlap(result, reader.residual) ||
+                      samePlace(reader.residual, result);
   // The epilogue runs where the GEMM does, before the ops between it and
   // the group: the bias and the residual must be made by then (not by a
   // collective after the GEMM), and the result's bytes must be free by
   // then: they are the product's, or nothing runs in between.
-  auto inPlaceOfProduct = [&] {
-    ArenaAddress from = arenaAddress(out), to = arenaAddress(result);
-    return from.offset == to.offset && from.steps == to.steps;
-  };
   if (reader.group && !overlap(result, a) && !overlap(result, b) &&
-      !overlap(result, reader.bias) && residualFits() &&
+      !overlap(result, reader.bias) && residualFits &&
       madeBefore(reader.bias, op) &&
       (!reader.residual || madeBefore(reader.residual, op)) &&
-      (inPlaceOfProduct() || onlyViewsBetween(op, reader.group))) {
+      (samePlace(out, result) || onlyViewsBetween(op, reader.group))) {
     // Numbered apart from fresh() names, so that other names stay as they
     // are with or without the epilogue.
     std::string flag = "epilogue" + std::to_string(epilogueFlags.size());
