@@ -85,7 +85,10 @@ import fuzz_frontend  # noqa: E402
 
 F32_RTOL, F32_ATOL = 1e-5, 1e-6
 BF16_NORM_TOL = 2e-2
-COMPILE_TIMEOUT, RUN_TIMEOUT, INTERPRET_TIMEOUT = 120, 120, 300
+RUN_TIMEOUT, INTERPRET_TIMEOUT = 120, 300
+# Seconds for one loomc run (--compile-timeout); a hang is a fault whatever
+# the input.
+DEFAULT_COMPILE_TIMEOUT = 120
 # Meshes of the examples, whose own mesh is [dp: 2, tp: 2]: --mesh overrides.
 EXAMPLE_AXES = ("dp", "tp")
 # The examples and the most dp ranks each allows (the GPT's 2 microbatches
@@ -109,7 +112,7 @@ def run_command(argv, timeout, cwd, extra_env=None):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
-        raise Failure(f"`{' '.join(argv)}` timed out after {timeout} s; output:\n{tail(out)}")
+        raise Failure(f"`{' '.join(argv)}` timed out after {timeout:g} s; output:\n{tail(out)}")
     if proc.returncode != 0:
         raise Failure(f"`{' '.join(argv)}` exited with {proc.returncode}; output:\n{tail(out)}")
     return out
@@ -273,14 +276,14 @@ def build_cases(long, include_bugs, cuda_on_cpu=False, random_seeds=None, varian
     return cases
 
 
-def mutant_cases(count, mutation_seed, loomc, workdir):
+def mutant_cases(count, mutation_seed, loomc, workdir, compile_timeout):
     """Programs made from the examples by replacing one to three numbers,
     names or operators by others of their kind (fuzz_frontend.py's
     replace_by_kind), kept where loomc accepts them for a mesh of 2 to 8
     ranks: other shapes, shardings and dataflow than any test wrote, such as
     a division by a parameter of zeros. Returns (cases, how many were
     made, a failure line for each mutant that loomc did not finish
-    compiling in COMPILE_TIMEOUT: a hang is a fault whatever the input)."""
+    compiling in compile_timeout seconds)."""
     rng = random.Random(mutation_seed)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples")
     sources = [open(os.path.join(root, f"{name}.loom"), "rb").read() for name, _ in EXAMPLES]
@@ -301,9 +304,9 @@ def mutant_cases(count, mutation_seed, loomc, workdir):
         try:
             accepted = subprocess.run([loomc, path, "--dtype=f32", "--emit=cpu"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      timeout=COMPILE_TIMEOUT).returncode == 0
+                                      timeout=compile_timeout).returncode == 0
         except subprocess.TimeoutExpired:
-            hung.append(f"FAIL {name}: loomc --emit=cpu ran past {COMPILE_TIMEOUT} s "
+            hung.append(f"FAIL {name}: loomc --emit=cpu ran past {compile_timeout:g} s "
                         f"(the program: {path})")
             continue
         if accepted:
@@ -360,16 +363,16 @@ class Runner:
         obj = self.args.cuda_on_cpu
         run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags, *self.loomc_flags,
                      "--target=cuda",
-                     "--emit=cuda", "-o", "model.cu"], COMPILE_TIMEOUT, directory)
+                     "--emit=cuda", "-o", "model.cu"], self.args.compile_timeout, directory)
         if self.args.nvcc:
             # The same program built for the GPU by nvcc (nothing runs it):
             # what the emulation's host compiler takes, nvcc must take too.
             run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags,
                          *self.loomc_flags, "--target=cuda", "-o", "model-gpu"],
-                        COMPILE_TIMEOUT, directory)
+                        self.args.compile_timeout, directory)
         run_command([sys.executable, os.path.join(self.src_root, "runtime", "tools", "cuda-on-cpu.py"),
                      "--build", obj, "--cxx", self.args.cxx, "--nccl", *self.sanitize, "model.cu", "model"],
-                    COMPILE_TIMEOUT, directory)
+                    self.args.compile_timeout, directory)
         outputs = {}
         variants = [("plain", {"LOOMRT_FAST_KERNELS": "0"}), ("fast", {})]
         # Where the code asks for GEMM epilogues (LOOMRT_GEMM_EPILOGUE=1, the
@@ -420,7 +423,7 @@ class Runner:
         src = self.source_path(case.ref_source, directory)
         loomc = self.args.loomc
         run_command([loomc, src, *self.dtype_flags(case), *case.one_flags, *self.sanitize, "-o", "one"],
-                    COMPILE_TIMEOUT, directory)
+                    self.args.compile_timeout, directory)
         one = self.execute("./one", 1, "one.safetensors", directory)
         run_command([loomc, src, *self.dtype_flags(case), "--interpret", "--seed", str(self.args.seed),
                      "--out", "interp.safetensors"], INTERPRET_TIMEOUT, directory)
@@ -491,7 +494,7 @@ class Runner:
                 run_command([self.args.loomc, src, *self.dtype_flags(case), *case.n_flags,
                              *self.loomc_flags, *self.sanitize,
                              "-o", "model"],
-                            COMPILE_TIMEOUT, directory)
+                            self.args.compile_timeout, directory)
                 got = self.execute("./model", case.ranks, "out.safetensors", directory)
                 problems, worst = compare(got, one, case.bf16)
             if case.ranks > 1 and not self.args.cuda_on_cpu:
@@ -545,6 +548,10 @@ def main():
                              "WORKDIR/mutants)")
     parser.add_argument("--mutation-seed", type=int, default=1,
                         help="the seed of --mutants' replacements (default 1)")
+    parser.add_argument("--compile-timeout", type=float, default=DEFAULT_COMPILE_TIMEOUT,
+                        metavar="SECONDS",
+                        help="the longest one loomc run may take before it counts as a hang "
+                             f"and fails its case (default {DEFAULT_COMPILE_TIMEOUT})")
     parser.add_argument("--cuda-on-cpu", metavar="OBJ_DIR",
                         help="run each model's CUDA program on the CPU instead (see above); "
                              "OBJ_DIR is the build directory with lib/libloomrt_cuda_on_cpu.a")
@@ -574,6 +581,8 @@ def main():
     args.workdir = os.path.abspath(args.workdir)
     os.makedirs(args.workdir, exist_ok=True)
 
+    if args.compile_timeout <= 0:
+        parser.error("--compile-timeout: give a number of seconds above 0")
     if args.nvcc and not args.cuda_on_cpu:
         parser.error("--nvcc goes with --cuda-on-cpu")
     if args.lazy_streams and not args.cuda_on_cpu:
@@ -599,7 +608,7 @@ def main():
     hung = []
     if args.mutants is not None:
         cases, count, hung = mutant_cases(args.mutants, args.mutation_seed, args.loomc,
-                                          args.workdir)
+                                          args.workdir, args.compile_timeout)
         if args.cuda_on_cpu:  # as the models: the CUDA programs run on one mesh
             cases = [c for c in cases if c.ranks == 4]
         cases = [c for c in cases if args.filter in c.label]
