@@ -256,12 +256,18 @@ private:
       unplaced = value;
     int64_t end = address.offset + tensorBytes(value.getType());
     for (const ArenaStep &step : address.steps)
-      end += step.bytes *
-             (step.parity ? 1 : cast<RepeatOp>(step.repeat).getCount() - 1);
+      end += step.bytes * step.lastIndex();
     if (address.offset >= 0 && end > arenaBytes && !pastArena)
       pastArena = value;
     std::string text = "(arena + " + std::to_string(address.offset) + ")";
     for (const ArenaStep &step : address.steps) {
+      if (step.groupAxes) {
+        text = "(" + text + " + loomrt_group_rank(rt, " +
+               axesTable(step.groupAxes) + ", " +
+               std::to_string(step.groupAxes.size()) + ") * " +
+               std::to_string(step.bytes) + ")";
+        continue;
+      }
       std::string iteration = loopVariables.lookup(step.repeat);
       if (iteration == "0")
         continue; // a prefetched collective's first iteration, before its loop

@@ -156,7 +156,25 @@ static Value partsOf(Operation *op, SmallVector<ArrayRef<int64_t>> &parts) {
       parts.push_back(cast<RankedTensorType>(result.getType()).getShape());
     return split.getInput();
   }
+  if (auto slice = dyn_cast<loom::AllSliceOp>(op)) {
+    parts.push_back(cast<RankedTensorType>(slice.getType()).getShape());
+    return slice.getInput();
+  }
   return Value();
+}
+
+/// Whether the model returns `value`, directly or through ops that may be
+/// views of it. Those ops are taken by kind, not asked whether they are
+/// views: asking would ask again whether `value`'s own op is one.
+static bool returnedThroughViews(Value value) {
+  return llvm::any_of(value.getUsers(), [&](Operation *user) {
+    if (isa<func::ReturnOp>(user))
+      return true;
+    return isa<loom::ReshapeOp, loom::ShardOp, loom::TransposeOp,
+               loom::SliceOp, loom::SplitOp, loom::AllSliceOp,
+               loom::ConcatOp>(user) &&
+           llvm::any_of(user->getResults(), returnedThroughViews);
+  });
 }
 
 bool loom::isPartView(Operation *op) {
@@ -174,6 +192,10 @@ bool loom::isPartView(Operation *op) {
       if (auto repeat = dyn_cast<RepeatOp>(argument.getOwner()->getParentOp()))
         if (argument.getArgNumber() < repeat.getCarried().size())
           return false;
+  // Where a rank's piece starts is known only as the program runs, and the
+  // runtime's table of outputs holds fixed offsets.
+  if (isa<AllSliceOp>(op) && returnedThroughViews(op->getResult(0)))
+    return false;
   ArrayRef<int64_t> in = cast<RankedTensorType>(input.getType()).getShape();
   return llvm::all_of(parts, [&](ArrayRef<int64_t> out) {
     int64_t cut = int64_t(in.size()) - 1;
@@ -191,6 +213,8 @@ int64_t loom::partViewBytes(OpResult part) {
   auto input = cast<RankedTensorType>(op->getOperand(0).getType());
   SmallVector<int64_t> strides = computeStrides(input.getShape());
   int64_t elements = 0;
+  if (isa<AllSliceOp>(op))
+    return 0; // the rank's piece: an ArenaStep
   if (auto slice = dyn_cast<SliceOp>(op)) {
     for (auto [start, stride] : llvm::zip(slice.getStart(), strides))
       elements += start * stride;
@@ -218,7 +242,9 @@ static std::pair<BlockArgument, int64_t> argumentPiece(Value value) {
   int64_t start = 0;
   while (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();
+    // An all_slice's piece starts where the rank's index says.
     if (isa<loom::RepeatOp>(owner->getParentOp()) ||
+        isa<loom::AllSliceOp>(owner) ||
         !(isa<loom::ReshapeOp, loom::ShardOp>(owner) ||
           loom::isPartView(owner)))
       return {};
@@ -345,6 +371,12 @@ SmallVector<loom::CarriedMove> loom::carriedMoves(ArrayRef<int> sources) {
   return moves;
 }
 
+int64_t loom::ArenaStep::lastIndex() const {
+  if (groupAxes)
+    return groupSize - 1;
+  return parity ? 1 : cast<RepeatOp>(repeat).getCount() - 1;
+}
+
 loom::ArenaAddress loom::arenaAddress(Value value) {
   if (auto argument = dyn_cast<BlockArgument>(value)) {
     Operation *parent = argument.getOwner()->getParentOp();
@@ -368,7 +400,16 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
   // members' buffers.
   if (Value viewed = viewedValue(value)) {
     ArenaAddress address = arenaAddress(viewed);
-    if (isPartView(op) && address.offset >= 0) {
+    if (auto slice = dyn_cast<AllSliceOp>(op)) {
+      // Rank r of the group keeps piece r. The address still spans the
+      // whole input, as any rank's piece may.
+      auto in = cast<RankedTensorType>(slice.getInput().getType());
+      auto out = cast<RankedTensorType>(slice.getType());
+      int64_t pieces = in.getDimSize(slice.getDim()) /
+                       out.getDimSize(slice.getDim());
+      address.steps.push_back(
+          {nullptr, tensorBytes(out), false, slice.getAxes(), pieces});
+    } else if (isPartView(op) && address.offset >= 0) {
       int64_t start = partViewBytes(cast<OpResult>(value));
       address.offset += start;
       address.bufferBytes -= start;

@@ -13,6 +13,7 @@
 #ifndef LOOM_DIALECT_LOOM_TRANSFORMS_VIEWS_H
 #define LOOM_DIALECT_LOOM_TRANSFORMS_VIEWS_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -79,14 +80,19 @@ bool attentionView(llvm::ArrayRef<int64_t> shape,
 /// emitters ask this.
 bool isView(mlir::Operation *op);
 
-/// Whether `op` is a `loom.slice` or `loom.split` whose results are read in
-/// place from its input's buffer: each is one contiguous run of the input
-/// as stored (row-major), so it is the input's buffer from an offset on
-/// (partViewBytes). Every dimension before the last one cut keeps one
-/// index, every one after it is whole: some of a stack's rows, some of one
-/// row's columns.
+/// Whether `op` is a `loom.slice`, `loom.split` or `loom.all_slice` whose
+/// results are read in place from its input's buffer: each is one
+/// contiguous run of the input as stored (row-major), so it is the input's
+/// buffer from an offset on (partViewBytes, and for an all_slice the rank's
+/// index in its group times the piece's bytes: an ArenaStep). Every
+/// dimension before the last one cut keeps one index, every one after it is
+/// whole: some of a stack's rows, some of one row's columns, a rank's rows
+/// of a replicated batch. An all_slice that the model returns, directly or
+/// through views, is copied: the runtime's table of outputs holds fixed
+/// offsets.
 bool isPartView(mlir::Operation *op);
-/// Where a part view's result starts in its input's buffer, in bytes.
+/// Where a part view's result starts in its input's buffer, in bytes (for
+/// an all_slice, the part that does not depend on the rank: 0).
 int64_t partViewBytes(mlir::OpResult part);
 
 /// Whether `op` is a `loom.concat` read in place from the model's
@@ -122,15 +128,22 @@ bool isComputation(mlir::Operation *op);
 /// started collective's), or null when it has a buffer of its own.
 mlir::Value viewedValue(mlir::Value value);
 
-/// One term of an ArenaAddress: `repeat`'s iteration number (or, for
-/// `parity`, that number's lowest bit) times `bytes`.
+/// One term of an ArenaAddress: `bytes` times an index known only as the
+/// program runs: `repeat`'s iteration number (or, for `parity`, that
+/// number's lowest bit), or, where `groupAxes` is set (an all_slice view;
+/// `repeat` is null), the rank's index in its group over those mesh axes,
+/// of `groupSize` ranks.
 struct ArenaStep {
   mlir::Operation *repeat;
   int64_t bytes;
   bool parity = false;
+  mlir::ArrayAttr groupAxes = {};
+  int64_t groupSize = 0;
+  /// The largest index the step takes.
+  int64_t lastIndex() const;
   bool operator==(const ArenaStep &other) const {
     return repeat == other.repeat && bytes == other.bytes &&
-           parity == other.parity;
+           parity == other.parity && groupAxes == other.groupAxes;
   }
 };
 
