@@ -250,6 +250,15 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
       os << "     run as one with " << llvm::join(others, ", ")
          << " (loom.combined)\n";
     }
+    // An all_slice sends nothing; what it costs is a copy, unless the
+    // code reads its piece in place.
+    if (isa<AllSliceOp>(info.op)) {
+      StringRef why = whyPartCopied(info.op);
+      os << "     "
+         << (why.empty() ? "read in place: a view of its input, no copy"
+                         : "copied: " + why.str())
+         << "\n";
+    }
   }
   os << "total: " << formatNumber(total) << " bytes per rank per step\n";
 }

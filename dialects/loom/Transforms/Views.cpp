@@ -177,13 +177,16 @@ static bool returnedThroughViews(Value value) {
   });
 }
 
-bool loom::isPartView(Operation *op) {
+StringRef loom::whyPartCopied(Operation *op) {
   SmallVector<ArrayRef<int64_t>> parts;
   Value input = partsOf(op, parts);
+  if (!input)
+    return "it is not a slice, split or all_slice";
   // A fusion group's ops compute element by element; they have no buffers.
-  if (!input || isa_and_nonnull<FusedOp>(op->getParentOp()) ||
-      !isRowMajorInBuffer(input))
-    return false;
+  if (isa_and_nonnull<FusedOp>(op->getParentOp()))
+    return "it is computed in a fusion group";
+  if (!isRowMajorInBuffer(input))
+    return "its input is stored in another order than row-major";
   // A loop's carried value is overwritten as its iteration ends, by copies
   // that know whole buffers only (carriedMoves): a part of one stays a
   // value of its own.
@@ -191,13 +194,15 @@ bool loom::isPartView(Operation *op) {
     if (auto argument = dyn_cast<BlockArgument>(stored))
       if (auto repeat = dyn_cast<RepeatOp>(argument.getOwner()->getParentOp()))
         if (argument.getArgNumber() < repeat.getCarried().size())
-          return false;
+          return "its input is a loop's carried value, which the "
+                 "iteration's end overwrites";
   // Where a rank's piece starts is known only as the program runs, and the
   // runtime's table of outputs holds fixed offsets.
   if (isa<AllSliceOp>(op) && returnedThroughViews(op->getResult(0)))
-    return false;
+    return "the model returns it, and the table of outputs holds fixed "
+           "offsets";
   ArrayRef<int64_t> in = cast<RankedTensorType>(input.getType()).getShape();
-  return llvm::all_of(parts, [&](ArrayRef<int64_t> out) {
+  bool runs = llvm::all_of(parts, [&](ArrayRef<int64_t> out) {
     int64_t cut = int64_t(in.size()) - 1;
     while (cut >= 0 && out[cut] == in[cut])
       --cut;
@@ -206,7 +211,10 @@ bool loom::isPartView(Operation *op) {
         return false;
     return true;
   });
+  return runs ? StringRef() : "its pieces are not contiguous runs of the input";
 }
+
+bool loom::isPartView(Operation *op) { return whyPartCopied(op).empty(); }
 
 int64_t loom::partViewBytes(OpResult part) {
   Operation *op = part.getOwner();
@@ -283,7 +291,7 @@ SmallVector<BlockArgument> loom::concatViewArguments(Operation *op) {
   auto type = cast<RankedTensorType>(concat.getType());
   if (concat.getDim() < 0)
     return {};
-  for (int64_t d = 0; d < concat.getDim(); ++d)
+  for (uint64_t d = 0; d < concat.getDim(); ++d)
     if (type.getDimSize(d) != 1)
       return {};
   SmallVector<BlockArgument> arguments;

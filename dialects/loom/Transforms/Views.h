@@ -91,6 +91,10 @@ bool isView(mlir::Operation *op);
 /// through views, is copied: the runtime's table of outputs holds fixed
 /// offsets.
 bool isPartView(mlir::Operation *op);
+/// Why a slice, split or all_slice is copied into a buffer of its own
+/// rather than read in place (`--explain` prints it for each all_slice);
+/// empty for a part view.
+llvm::StringRef whyPartCopied(mlir::Operation *op);
 /// Where a part view's result starts in its input's buffer, in bytes (for
 /// an all_slice, the part that does not depend on the rank: 0).
 int64_t partViewBytes(mlir::OpResult part);
