@@ -2011,8 +2011,8 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
     DictionaryAttr attrs = model.getResultAttrDict(index);
     auto name = attrs ? attrs.getAs<StringAttr>(LoomDialect::kOutputAttrName)
                       : StringAttr();
-    std::string where = pointer(value); // "(arena + N)"
-    int64_t offset = std::stoll(where.substr(strlen("(arena + ")));
+    // checkOutputs made sure that the offset is the whole address.
+    int64_t offset = arenaAddress(value).offset;
     describe(outputsOs,
              name ? name.getValue()
                   : StringRef("output_" + std::to_string(index)),
@@ -2091,6 +2091,16 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
                 "past the end of the memory plan's arena (" +
                     Twine(arenaBytes) + " bytes)");
   }
+  // The runtime's table of outputs holds one fixed offset each: an output
+  // whose place steps with a loop or a rank (isPartView keeps such an
+  // all_slice a copy) cannot be described there.
+  auto returnOp = cast<func::ReturnOp>(model.getBody().front().getTerminator());
+  for (Value value : returnOp.getOperands())
+    if (!arenaAddress(value).steps.empty())
+      return fail(returnOp,
+                  "internal error: a model output's place in the arena "
+                  "depends on the rank or the iteration, and the table of "
+                  "outputs holds fixed offsets");
 
   // A newline in the path would end these comments.
   std::string printableSource = printableText(source);

@@ -145,6 +145,14 @@ bool loom::isView(Operation *op) {
          isPartView(op);
 }
 
+/// The kinds of op whose results may be views of their first operand:
+/// viewedValue asks which of them are, returnedThroughViews follows them
+/// without asking. A new kind of view goes here first.
+static bool mayViewOperand(Operation *op) {
+  return isa<loom::ReshapeOp, loom::ShardOp, loom::TransposeOp, loom::SliceOp,
+             loom::SplitOp, loom::AllSliceOp, loom::ConcatOp>(op);
+}
+
 /// The input and the result shapes of a slice or a split, or no input.
 static Value partsOf(Operation *op, SmallVector<ArrayRef<int64_t>> &parts) {
   if (auto slice = dyn_cast<loom::SliceOp>(op)) {
@@ -170,9 +178,7 @@ static bool returnedThroughViews(Value value) {
   return llvm::any_of(value.getUsers(), [&](Operation *user) {
     if (isa<func::ReturnOp>(user))
       return true;
-    return isa<loom::ReshapeOp, loom::ShardOp, loom::TransposeOp,
-               loom::SliceOp, loom::SplitOp, loom::AllSliceOp,
-               loom::ConcatOp>(user) &&
+    return mayViewOperand(user) &&
            llvm::any_of(user->getResults(), returnedThroughViews);
   });
 }
@@ -327,8 +333,9 @@ bool loom::isComputation(Operation *op) {
 Value loom::viewedValue(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();
-    if (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner) ||
-        isPartView(owner) || isConcatView(owner))
+    if (mayViewOperand(owner) &&
+        (isa<ReshapeOp, ShardOp>(owner) || isTransposeView(owner) ||
+         isPartView(owner) || isConcatView(owner)))
       return owner->getOperand(0);
     // A combined op's results are its members' buffers; a started
     // collective writes its result's buffer, which the future names and
