@@ -37,10 +37,16 @@ own shape added, so that its rows never have a variance near zero; a
 parameter of `@` has a standard deviation of 1/sqrt(K), so values stay
 near unit size.
 
+With `threes` (--threes) the draws are the same but every size is three
+times as large, and the program runs on THREES_MESHES (axes of 3 ranks)
+instead: a dimension that carries several axes divides by 24, one that
+carries one axis by 12.
+
 `python random_models.py --seed N [--mesh TAG]` prints one program.
 """
 
 import argparse
+from dataclasses import dataclass
 import math
 import re
 import random
@@ -51,6 +57,17 @@ import models
 # A third axis, for the random programs only: sp appears in their
 # annotations and vanishes from the renderings for meshes without it.
 THREE_AXES = ("dp2tp2sp2", (("dp", 2), ("tp", 2), ("sp", 2)))
+# Meshes with axes of 3 ranks, for the programs of the `threes` variant
+# (sizes a multiple of 3 as well): groups of three add their terms in
+# another order than pairs do, and a rank's place in its group is not a
+# bit of its number.
+THREES_MESHES = [
+    ("dp3", (("dp", 3),)),
+    ("tp3", (("tp", 3),)),
+    ("dp3tp2", (("dp", 3), ("tp", 2))),
+    ("dp2tp3", (("dp", 2), ("tp", 3))),
+    ("dp3sp2", (("dp", 3), ("sp", 2))),
+]
 # Annotations a dimension may carry, by what its size divides by.
 ANY_AXES = ["<dp>", "<tp>", "<dp,tp>", "<tp,dp>", "<_>", "<tp?>", "<dp?>", "<sp>", "<sp,tp>",
             "<dp,sp>", "<tp,dp,sp>", "<sp?>"]
@@ -67,17 +84,25 @@ def axes_of(annotation):
         if annotation else set()
 
 
+@dataclass
 class RandomModel(models.Model):
+    threes: bool = False
+
     def meshes(self, long=False):
-        """models.py's meshes and [dp: 2, tp: 2, sp: 2]."""
+        """models.py's meshes and [dp: 2, tp: 2, sp: 2]; for the `threes`
+        variant, THREES_MESHES."""
+        if self.threes:
+            return THREES_MESHES
         return models.MESHES + [THREE_AXES] + (models.LONG_MESHES if long else [])
 
 
-def random_annotation(rng, sizes, plain=0.45):
-    """One annotation a dimension (possibly empty), no mesh axis twice."""
+def random_annotation(rng, sizes, plain=0.45, unit=1):
+    """One annotation a dimension (possibly empty), no mesh axis twice. A
+    dimension divisible by 8 * unit may carry any axes, one divisible by
+    4 * unit one axis (unit is 3 for the `threes` variant's meshes)."""
     used, out = set(), []
     for size in sizes:
-        choices = ANY_AXES if size % 8 == 0 else TP_AXES if size % 4 == 0 else []
+        choices = ANY_AXES if size % (8 * unit) == 0 else TP_AXES if size % (4 * unit) == 0 else []
         choices = [c for c in choices if not axes_of(c) & used]
         if not choices or rng.random() < plain:
             out.append("")
@@ -114,8 +139,12 @@ class Program:
     passes its own inputs for)."""
 
     def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None,
-                 loop_views=None, view_results=None, mixed=None):
+                 loop_views=None, view_results=None, mixed=None, unit=1):
         self.rng = rng
+        # Every size drawn is a multiple of `unit` (3 for the `threes`
+        # variant, 1 otherwise): SIZES times unit, and so on.
+        self.unit = parent.unit if parent else unit
+        self.sizes = [size * self.unit for size in SIZES]
         # With --pre-norm, draws whether a block is a pre-norm layer (a norm
         # of x first, x plus a value last, a norm of the repeat's result
         # after it: the form loom-fuse-add-norm rotates); None otherwise, so
@@ -153,11 +182,14 @@ class Program:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
+    def annotation(self, sizes, plain=0.45):
+        return random_annotation(self.rng, sizes, plain, self.unit)
+
     def add_input(self, sizes, dtype=None):
         """A new input of the model, or a new argument of the block."""
         dtype = dtype or self.float
         name = self.fresh("in" if not self.parent else "arg")
-        self.inputs.append((name, type_text(sizes, random_annotation(self.rng, sizes), dtype),
+        self.inputs.append((name, type_text(sizes, self.annotation(sizes), dtype),
                             list(sizes), dtype))
         if dtype == self.float:
             self.values.append((name, list(sizes)))
@@ -165,8 +197,9 @@ class Program:
 
     def add_param(self, sizes, init, replicated=False, dtype=None):
         name = self.fresh("w")
-        ann = ["" for _ in sizes] if replicated else random_annotation(self.rng, sizes)
-        if (not replicated and self.parent and sizes[0] % 4 == 0 and self.zero3.random() < 0.4
+        ann = ["" for _ in sizes] if replicated else self.annotation(sizes)
+        if (not replicated and self.parent and sizes[0] % (4 * self.unit) == 0
+                and self.zero3.random() < 0.4
                 and not any("dp" in axes_of(a) for a in ann[1:])):
             ann = ["<dp>"] + ann[1:]
         self.lines.append(f"param {name}: {type_text(sizes, ann, dtype or self.float)} = {init}")
@@ -227,7 +260,7 @@ class Program:
 
     def op_matmul(self):
         name, sizes = self.pick(2)
-        k, n = sizes[-1], self.rng.choice(SIZES)
+        k, n = sizes[-1], self.rng.choice(self.sizes)
         weight_type = self.mixed_f32(0.25)
         w = self.add_param([k, n], f"normal({1 / math.sqrt(k):.3f})", dtype=weight_type)
         product = f"{name} @ {w}"
@@ -261,7 +294,7 @@ class Program:
         # Contract dimension i with a parameter [sizes[i], N]; the new
         # dimension goes last.
         i = rng.randrange(len(sizes))
-        n = rng.choice(SIZES)
+        n = rng.choice(self.sizes)
         w = self.add_param([sizes[i], n], f"normal({1 / math.sqrt(sizes[i]):.3f})")
         new = LETTERS[len(sizes)]
         out = "".join(letters[j] for j in range(len(sizes)) if j != i) + new
@@ -274,7 +307,7 @@ class Program:
         the residual sum: the groups the CUDA backend computes in cuBLASLt's
         epilogues (LOOMRT_GEMM_EPILOGUE=1) where the products are local."""
         name, sizes = self.pick(2)
-        d, f = sizes[-1], self.rng.choice(SIZES)
+        d, f = sizes[-1], self.rng.choice(self.sizes)
         up = self.add_param([d, f], f"normal({1 / math.sqrt(d):.3f})")
         up_bias = self.add_param([f], "normal(0.1)")
         down = self.add_param([f, d], f"normal({1 / math.sqrt(f):.3f})")
@@ -338,7 +371,8 @@ class Program:
             out = sizes[:i] + [sizes[i] * sizes[i + 1]] + sizes[i + 2:]
         else:
             i = rng.randrange(len(sizes))
-            factors = [f for f in (2, 4, 8) if sizes[i] % f == 0 and sizes[i] > f]
+            factors = [f for f in ((2, 4, 8) if self.unit == 1 else (2, 3, 4, 6, 8))
+                       if sizes[i] % f == 0 and sizes[i] > f]
             if not factors:
                 return False
             f = rng.choice(factors)
@@ -381,7 +415,7 @@ class Program:
 
     def op_shard(self):
         name, sizes = self.pick()
-        ann = random_annotation(self.rng, sizes, plain=0.3)
+        ann = self.annotation(sizes, plain=0.3)
         self.assign(f"shard({name}, [" + ", ".join(f"{s}{a}" for s, a in zip(sizes, ann)) + "])", sizes)
         return True
 
@@ -390,7 +424,7 @@ class Program:
         rng = self.rng
         e = sizes[-1]
         wk = self.add_param([e, e], f"normal({1 / math.sqrt(e):.3f})")
-        f = rng.choice(SIZES)
+        f = rng.choice(self.sizes)
         wv = self.add_param([e, f], f"normal({1 / math.sqrt(e):.3f})")
         k = self.assign(f"{name} @ {wk}", sizes)
         v = self.assign(f"{name} @ {wv}", sizes[:-1] + [f])
@@ -442,7 +476,7 @@ class Program:
             out = body.add_param([vsizes[-1], sizes[-1]], f"normal({1 / math.sqrt(vsizes[-1]):.3f})")
             result = f"x + tanh({value} @ {out})"
         else:
-            d, f = sizes[-1], rng.choice(SIZES)
+            d, f = sizes[-1], rng.choice(self.sizes)
             up = body.add_param([d, f], f"normal({1 / math.sqrt(d):.3f})")
             bias = body.add_param([f], "normal(0.1)")
             down = body.add_param([f, d], f"normal({1 / math.sqrt(f):.3f})")
@@ -521,7 +555,7 @@ class Program:
             body.lines.append(f"h = layernorm(x, {gain}, {shift})")
         body.values.append(("h", list(sizes)))
         # The layer reads h first (a projection), so that the norm is live.
-        width = rng.choice(SIZES)
+        width = rng.choice(self.sizes)
         project = body.add_param([sizes[-1], width], f"normal({1 / math.sqrt(sizes[-1]):.3f})")
         body.assign(f"h @ {project}", sizes[:-1] + [width])
         for _ in range(rng.randint(0, 3)):
@@ -578,7 +612,7 @@ class Program:
         ids = self.add_input(sizes, dtype)
         form = rng.random()
         if form < 0.4 and len(sizes) >= 2:
-            n = rng.choice(SIZES)
+            n = rng.choice(self.sizes)
             other = self.add_input([sizes[-1], n], dtype)
             # Synthetic integers are uniform in [0, 16): a product of two
             # has mean 56.25 and a standard deviation of about 60, so this
@@ -597,8 +631,9 @@ class Program:
 
     def op_embedding(self):
         rng = self.rng
-        lead = [rng.choice([8, 8, 16])] + ([rng.choice(SIZES)] if rng.random() < 0.6 else [])
-        vocab, width = rng.choice([16, 32]), rng.choice(SIZES)
+        unit = self.unit
+        lead = [unit * rng.choice([8, 8, 16])] + ([rng.choice(self.sizes)] if rng.random() < 0.6 else [])
+        vocab, width = unit * rng.choice([16, 32]), rng.choice(self.sizes)
         ids = self.add_input(lead, rng.choice(["i32", "i64"]))
         table = self.add_param([vocab, width], "normal(1.0)")
         self.assign(f"embedding({ids}, {table})", lead + [width])
@@ -624,6 +659,9 @@ VARIANTS = [
     ("loop-views", "read some repeats' first values through a view (a reshape, or leading "
                    "rows) made before the repeat and read after it, and make some blocks "
                    "return a view of a temporary"),
+    ("threes", "make every size drawn a multiple of 3 too, and run on meshes with axes of 3 "
+               "ranks (" + ", ".join(f"[{', '.join(f'{a}: {n}' for a, n in axes)}]"
+                                    for _, axes in THREES_MESHES) + ")"),
 ]
 
 
@@ -637,14 +675,16 @@ def variant_options(args):
     return {flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag, _ in VARIANTS}
 
 
-def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
+def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, threes=False):
     """The random program of `seed`, as a models.Model named random-SEED
     (with `pre_norm`, random-pre-norm-SEED: some blocks are pre-norm
     layers; with `loop_views`, random-loop-views-SEED or
     random-pre-norm-loop-views-SEED: some repeats' first values are read
     through views after the repeat; with `f16`, random-f16-SEED and so on:
     every float is f16; with `mixed`, random-mixed-SEED and so on: some
-    norm gains, weights and operands of a bf16 or f16 program are f32)."""
+    norm gains, weights and operands of a bf16 or f16 program are f32;
+    with `threes`, random-threes-SEED: the same draws, every size three
+    times as large, run on THREES_MESHES)."""
     rng = random.Random(seed)
     # One seed in three is a bf16 program, built as written (run.py compares
     # it norm-wise, as the examples' bf16 builds); the others are f32. With
@@ -655,11 +695,14 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
                       pre_norm=random.Random(f"pre-norm-{seed}") if pre_norm else None,
                       loop_views=random.Random(f"loop-views-{seed}") if loop_views else None,
                       view_results=random.Random(f"view-results-{seed}") if loop_views else None,
-                      mixed=random.Random(f"mixed-{seed}") if mixed else None)
+                      mixed=random.Random(f"mixed-{seed}") if mixed else None,
+                      unit=3 if threes else 1)
+    unit = program.unit
     if rng.random() < 0.25:
         program.op_embedding()
     rank = rng.choice([2, 3, 3, 4])
-    program.add_input([rng.choice([8, 8, 16])] + [rng.choice(SIZES) for _ in range(rank - 1)])
+    program.add_input([unit * rng.choice([8, 8, 16])]
+                      + [rng.choice(program.sizes) for _ in range(rank - 1)])
     if program.pre_norm:
         program.pre_norm_block(*(program.pick(2) or program.values[-1]))
         normalised = program.values[-1]  # an output, so that the layers stay
@@ -676,7 +719,7 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
     outputs, returned = [], []
     for name, sizes in finals:
         out = program.fresh("out")
-        outputs.append(f"{out}: {type_text(sizes, random_annotation(rng, sizes), program.float)}")
+        outputs.append(f"{out}: {type_text(sizes, program.annotation(sizes), program.float)}")
         returned.append(name)
     logits = [v for v in program.values if len(v[1]) >= 2]
     if logits and rng.random() < 0.3:
@@ -685,7 +728,7 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
         if rng.random() < 0.5:
             # Logits made by a product with a (vocabulary, width) table, as
             # a tied output projection: the form loom.logits_stats takes.
-            vocab = rng.choice([16, 32, 64])
+            vocab = unit * rng.choice([16, 32, 64])
             table = program.add_param([vocab, sizes[-1]], f"normal({1 / math.sqrt(sizes[-1]):.3f})")
             name = f"{name} @ transpose({table})"
         outputs.append("loss: f32")
@@ -697,9 +740,11 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False):
     text += [f"  {line}" for line in program.lines]
     text.append(f"  return {', '.join(returned)}")
     text.append("}")
-    chosen = {"f16": f16, "mixed": mixed, "pre-norm": pre_norm, "loop-views": loop_views}
+    chosen = {"f16": f16, "mixed": mixed, "pre-norm": pre_norm, "loop-views": loop_views,
+              "threes": threes}
     name = "random-" + "".join(flag + "-" for flag, _ in VARIANTS if chosen[flag]) + str(seed)
-    return RandomModel(name, "\n".join(text) + "\n", bf16=low_precision, written_type=float_type)
+    return RandomModel(name, "\n".join(text) + "\n", bf16=low_precision, written_type=float_type,
+                       threes=threes)
 
 
 def parse_seeds(text):
@@ -716,10 +761,11 @@ def parse_seeds(text):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", required=True, type=int)
-    parser.add_argument("--mesh", default="dp2tp2", help="a mesh tag of models.py (default dp2tp2)")
+    meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES + THREES_MESHES)
+    parser.add_argument("--mesh", default="dp2tp2",
+                        help=f"the mesh to render for: {', '.join(meshes)} (default dp2tp2)")
     add_variant_arguments(parser)
     args = parser.parse_args()
-    meshes = dict(models.MESHES + [THREE_AXES] + models.LONG_MESHES)
     if args.mesh not in meshes:
         parser.error(f"--mesh must be one of {', '.join(meshes)}")
     sys.stdout.write(models.render(generate(args.seed, **variant_options(args)).template,

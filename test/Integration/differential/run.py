@@ -5,7 +5,8 @@ ranks; with --long or LOOM_LONG=1 also 8 ranks), and for the three examples
 (or, with --random SEEDS, for the random programs of random_models.py
 instead, one in three of which is bf16 and built and compared as the
 examples' bf16 builds below; with --f16, every one is f16, built and
-compared so; or, with --mutants COUNT, for programs made from the examples
+compared so; with --threes, every size is also a multiple of 3 and the
+meshes have axes of 3 ranks; or, with --mutants COUNT, for programs made from the examples
 by replacing numbers, names and operators by others of their kind, those
 that loomc accepts for 2 to 8 ranks):
 
