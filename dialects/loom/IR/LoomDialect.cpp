@@ -108,10 +108,11 @@ LogicalResult LoomDialect::verifyOperationAttribute(Operation *op,
                              << "' is a non-negative integer on a loom.repeat";
     return success();
   }
-  if (attr.getName() == kArenaBytesAttrName) {
+  if (attr.getName() == kArenaBytesAttrName ||
+      attr.getName() == kArenaBoundAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !bytes || bytes.getInt() < 0)
-      return op->emitError() << "'" << kArenaBytesAttrName
+      return op->emitError() << "'" << attr.getName().getValue()
                              << "' is a non-negative integer on a function";
     return success();
   }

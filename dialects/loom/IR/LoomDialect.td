@@ -46,6 +46,9 @@ def Loom_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOffsetAttrName = "loom.offset";
     static constexpr llvm::StringLiteral kOffsetsAttrName = "loom.offsets";
     static constexpr llvm::StringLiteral kArenaBytesAttrName = "loom.arena_bytes";
+    /// On a planned function: the most bytes of its buffers alive at one op
+    /// (each aligned), which no placement of them can go below.
+    static constexpr llvm::StringLiteral kArenaBoundAttrName = "loom.arena_bound";
     /// On `loom.repeat`: where the moves that end an iteration park one
     /// carried value when carried values trade places (carriedMoves).
     static constexpr llvm::StringLiteral kScratchOffsetAttrName =

@@ -179,7 +179,7 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
 
 void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                        ModuleOp planned) {
-  std::optional<int64_t> arenaBytes;
+  std::optional<int64_t> arenaBytes, arenaBound;
   // The largest cross-entropy's logits that loom.logits_stats makes a block
   // at a time in the runtime's scratch, outside the arena.
   int64_t logitsBytes = 0;
@@ -200,6 +200,10 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       if (auto bytes = function->getAttrOfType<IntegerAttr>(
               LoomDialect::kArenaBytesAttrName))
         arenaBytes = std::max<int64_t>(arenaBytes.value_or(0), bytes.getInt());
+    for (auto function : planned.getOps<func::FuncOp>())
+      if (auto bytes = function->getAttrOfType<IntegerAttr>(
+              LoomDialect::kArenaBoundAttrName))
+        arenaBound = std::max<int64_t>(arenaBound.value_or(0), bytes.getInt());
     kernels = collectKernels(planned);
     planned.walk([&](LogitsStatsOp op) {
       auto rhs = cast<ShapedType>(op.getRhs().getType());
@@ -273,6 +277,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       out.attribute("flops_per_rank", flops);
       if (arenaBytes)
         out.attribute("arena_bytes_per_rank", *arenaBytes);
+      if (arenaBound)
+        out.attribute("arena_bound_bytes_per_rank", *arenaBound);
       if (prefetchBytes)
         out.attribute("prefetch_buffer_bytes_per_rank", prefetchBytes);
       if (logitsBytes)
@@ -316,6 +322,12 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                        "from the memory plan\n",
                        static_cast<long long>(*arenaBytes),
                        mib(double(*arenaBytes)));
+  if (arenaBound)
+    os << llvm::format("  live bound:   %lld bytes (%.2f MiB): the most the "
+                       "plan's buffers hold at one time, below which no "
+                       "placement of them fits\n",
+                       static_cast<long long>(*arenaBound),
+                       mib(double(*arenaBound)));
   if (prefetchBytes)
     os << llvm::format("  prefetch:     %lld bytes (%.2f MiB) of the arena, at "
                        "most, hold a loop's next-iteration buffers of the "

@@ -1569,6 +1569,13 @@ func.func @arena(%x: tensor<4xf32>) attributes {loom.arena_bytes = -4 : i64} {
 
 // -----
 
+// expected-error @+1 {{'loom.arena_bound' is a non-negative integer on a function}}
+func.func @bound(%x: tensor<4xf32>) attributes {loom.arena_bound = "x"} {
+  return
+}
+
+// -----
+
 func.func @offsets(%x: tensor<4xf32>) {
   // expected-error @+1 {{'loom.offsets' must list one arena offset per result (1)}}
   %0 = loom.relu %x {loom.offsets = array<i64: 0, 64>} : tensor<4xf32>

@@ -4,11 +4,12 @@
 // is done, and not while an op reads it, but for an element-wise op, which
 // writes over an input of its type that it is the last to read (the add
 // over the relu, the exp over the sum; not the sum over the add); offsets
-// are 64-byte aligned.
+// are 64-byte aligned. The arena is at its live bound, the most bytes
+// alive at one op: the inputs, the add's result and the sum's.
 // CHECK-LABEL: func.func @reuse
 // CHECK-SAME:  loom.offset = 0 : i64
 // CHECK-SAME:  loom.offset = 64 : i64
-// CHECK-SAME:  loom.arena_bytes = 256 : i64
+// CHECK-SAME:  loom.arena_bound = 256 : i64, loom.arena_bytes = 256 : i64
 // CHECK:       loom.relu %arg0 {loom.offsets = array<i64: 128>}
 // CHECK:       loom.add {{.*}} {loom.offsets = array<i64: 128>}
 // CHECK:       loom.sum {{.*}} {loom.offsets = array<i64: 192>}
