@@ -497,22 +497,13 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   }
 
   static bool aliveAt(const Buffer &buffer, int64_t point) {
-    Buffer probe;
-    probe.first = probe.last = point;
-    return aliveTogether(probe, buffer);
+    return buffer.first <= point && point <= buffer.last &&
+           !(buffer.holeFirst <= point && point <= buffer.holeLast);
   }
 
-  /// The most bytes of `buffers` alive at one op index: no placement of
-  /// them fits in less.
-  static int64_t liveBytesBound(ArrayRef<Buffer *> buffers) {
-    int64_t bound = 0;
-    for (auto [point, bytes] : liveBytes(buffers))
-      bound = std::max(bound, bytes);
-    return bound;
-  }
-
-  /// Places the buffers (given in definition order, scratches last) four
-  /// ways and keeps the smallest arena, the earlier way on a tie:
+  /// Places the buffers (given in definition order, scratches last; their
+  /// liveBytes `profile`) four ways and keeps the smallest arena, the
+  /// earlier way on a tie:
   /// - in order of first write;
   /// - largest first (large buffers low, the rest fitted around them),
   ///   which can win where carried buffers live through a loop whose
@@ -528,7 +519,9 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   ///   309.5 MiB, its bound, against 321.5 largest first).
   /// Ties within an order keep definition order, so the plan does not
   /// depend on addresses.
-  static int64_t placeSmaller(ArrayRef<Buffer *> buffers) {
+  static int64_t
+  placeSmaller(ArrayRef<Buffer *> buffers,
+               ArrayRef<std::pair<int64_t, int64_t>> profile) {
     auto sorted = [&](auto key) {
       SmallVector<size_t> positions(buffers.size());
       for (size_t i = 0; i < positions.size(); ++i)
@@ -547,7 +540,6 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       return std::make_tuple(buffers[i]->first - buffers[i]->last,
                              -alignedBytes(*buffers[i]), i);
     });
-    SmallVector<std::pair<int64_t, int64_t>> profile = liveBytes(buffers);
     SmallVector<int64_t> highestLoad =
         llvm::map_to_vector(buffers, [&](Buffer *buffer) {
           int64_t most = 0;
@@ -756,8 +748,13 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     }
     for (auto &entry : scratches)
       all.push_back(&entry.second);
-    int64_t peak = placeSmaller(all);
-    int64_t bound = liveBytesBound(all);
+    // The most bytes alive at one op: no placement of these buffers fits
+    // in less (loom.arena_bound, --report's live bound).
+    SmallVector<std::pair<int64_t, int64_t>> profile = liveBytes(all);
+    int64_t bound = 0;
+    for (auto [point, bytes] : profile)
+      bound = std::max(bound, bytes);
+    int64_t peak = placeSmaller(all, profile);
     for (auto &[member, place] : memberOf)
       member->offset = place.first->offset + place.second;
 
