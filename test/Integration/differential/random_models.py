@@ -37,10 +37,10 @@ own shape added, so that its rows never have a variance near zero; a
 parameter of `@` has a standard deviation of 1/sqrt(K), so values stay
 near unit size.
 
-With `threes` (--threes) the draws are the same but every size is three
-times as large, and the program runs on THREES_MESHES (axes of 3 ranks)
-instead: a dimension that carries several axes divides by 24, one that
-carries one axis by 12.
+With `threes` (--threes) programs are drawn the same way but every size
+is three times as large (a reshape may also split by 3 or 6), and the
+program runs on THREES_MESHES (axes of 3 ranks) instead: a dimension that
+carries several axes divides by 24, one that carries one axis by 12.
 
 `python random_models.py --seed N [--mesh TAG]` prints one program.
 """
@@ -683,8 +683,8 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, thr
     through views after the repeat; with `f16`, random-f16-SEED and so on:
     every float is f16; with `mixed`, random-mixed-SEED and so on: some
     norm gains, weights and operands of a bf16 or f16 program are f32;
-    with `threes`, random-threes-SEED: the same draws, every size three
-    times as large, run on THREES_MESHES)."""
+    with `threes`, random-threes-SEED: drawn the same way, every size
+    three times as large, run on THREES_MESHES)."""
     rng = random.Random(seed)
     # One seed in three is a bf16 program, built as written (run.py compares
     # it norm-wise, as the examples' bf16 builds); the others are f32. With
