@@ -2011,7 +2011,8 @@ void ProgramEmitter::emitTables(raw_ostream &os) {
     DictionaryAttr attrs = model.getResultAttrDict(index);
     auto name = attrs ? attrs.getAs<StringAttr>(LoomDialect::kOutputAttrName)
                       : StringAttr();
-    // checkOutputs made sure that the offset is the whole address.
+    // emit() refuses an output whose address steps with a loop or a rank,
+    // so the offset is the whole address.
     int64_t offset = arenaAddress(value).offset;
     describe(outputsOs,
              name ? name.getValue()

@@ -93,7 +93,8 @@ static llvm::cl::opt<bool> explain(
 static llvm::cl::opt<Report> report(
     "report",
     llvm::cl::desc("Print per-rank parameter, input and activation bytes, "
-                   "the arena (peak memory, from the memory plan), FLOPs "
+                   "the arena (peak memory, from the memory plan) and its "
+                   "live bound, FLOPs "
                    "and collective bytes per mesh axis of one forward "
                    "pass of the per-device program. Like --explain, alone "
                    "or with --emit=spmd; --report=json prints only JSON"),

@@ -485,14 +485,18 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   static SmallVector<std::pair<int64_t, int64_t>>
   liveBytes(ArrayRef<Buffer *> buffers) {
     SmallVector<std::pair<int64_t, int64_t>> profile;
-    for (Buffer *starting : buffers)
-      for (int64_t point : {starting->first, starting->holeLast + 1}) {
-        int64_t live = 0;
-        for (Buffer *other : buffers)
-          if (aliveAt(*other, point))
-            live += alignedBytes(*other);
-        profile.push_back({point, live});
-      }
+    auto add = [&](int64_t point) {
+      int64_t live = 0;
+      for (Buffer *other : buffers)
+        if (aliveAt(*other, point))
+          live += alignedBytes(*other);
+      profile.push_back({point, live});
+    };
+    for (Buffer *starting : buffers) {
+      add(starting->first);
+      if (starting->holeFirst <= starting->holeLast)
+        add(starting->holeLast + 1);
+    }
     return profile;
   }
 

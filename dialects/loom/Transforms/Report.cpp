@@ -197,13 +197,11 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
       prefetchBytes = std::max(prefetchBytes, bytes);
     });
     for (auto function : planned.getOps<func::FuncOp>())
-      if (auto bytes = function->getAttrOfType<IntegerAttr>(
-              LoomDialect::kArenaBytesAttrName))
-        arenaBytes = std::max<int64_t>(arenaBytes.value_or(0), bytes.getInt());
-    for (auto function : planned.getOps<func::FuncOp>())
-      if (auto bytes = function->getAttrOfType<IntegerAttr>(
-              LoomDialect::kArenaBoundAttrName))
-        arenaBound = std::max<int64_t>(arenaBound.value_or(0), bytes.getInt());
+      for (auto [attrName, largest] :
+           {std::pair{LoomDialect::kArenaBytesAttrName, &arenaBytes},
+            std::pair{LoomDialect::kArenaBoundAttrName, &arenaBound}})
+        if (auto bytes = function->getAttrOfType<IntegerAttr>(attrName))
+          *largest = std::max<int64_t>(largest->value_or(0), bytes.getInt());
     kernels = collectKernels(planned);
     planned.walk([&](LogitsStatsOp op) {
       auto rhs = cast<ShapedType>(op.getRhs().getType());
