@@ -36,6 +36,7 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm,
 
 void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm,
                                    const KernelPlanOptions &options) {
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomComposeSlices());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseSoftmaxStats());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseLogitsStats());

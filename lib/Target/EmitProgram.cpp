@@ -118,6 +118,21 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape, int rank) {
   return perDim;
 }
 
+/// An element-wise kernel's operand's element stride along each dimension
+/// of its `rank`-dimensional iteration space, as it is stored
+/// (stridesInBuffer: a strided piece of another value steps as that
+/// value does) and broadcast as broadcastStrides says.
+SmallVector<int64_t> operandStrides(Value operand, int rank) {
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(operand.getType()).getShape();
+  SmallVector<int64_t> stored = stridesInBuffer(operand);
+  SmallVector<int64_t> perDim = broadcastStrides(shape, rank);
+  for (int d = 0; d < rank; ++d)
+    if (perDim[d] != 0)
+      perDim[d] = stored[d - (rank - int(shape.size()))];
+  return perDim;
+}
+
 /// `i0 * s0 + i1 * s1 + ...` over the dimensions with a nonzero stride (an
 /// operand's offset from the loop indices), or `0`.
 std::string linearIndex(ArrayRef<int64_t> perDim) {
@@ -321,10 +336,12 @@ private:
   /// operands (those not broadcast along the last dimension) in aligned
   /// packs of up to 16 bytes, or 0 when their shapes or alignment forbid.
   int64_t packWidth(ValueRange inputs, Value result,
-                    ArrayRef<SmallVector<int64_t>> strides, bool flat);
+                    ArrayRef<SmallVector<int64_t>> strides,
+                    ArrayRef<int64_t> outStored, bool flat);
   /// The body of such a kernel (its parameters are open already).
-  /// `needed`: the dimensions whose indices `inIndex` reads.
-  void emitPackedLoop(ValueRange inputs, Value result, Block *fusedBody,
+  /// `needed`: the dimensions whose indices `inIndex` and `outAt` read.
+  void emitPackedLoop(ValueRange inputs, Value result, StringRef outAt,
+                      Block *fusedBody,
                       ArrayRef<std::string> inNames,
                       ArrayRef<std::string> inIndex, ArrayRef<bool> needed,
                       ArrayRef<SmallVector<int64_t>> strides, bool flat,
@@ -643,11 +660,8 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
     outCount *= space[d];
   }
   SmallVector<std::string> inIndex;
-  for (Value input : inputs) {
-    ArrayRef<int64_t> inShape = tensorType(input).getShape();
-    SmallVector<int64_t> perDim = broadcastStrides(inShape, rank);
-    inIndex.push_back(linearIndex(perDim));
-  }
+  for (Value input : inputs)
+    inIndex.push_back(linearIndex(operandStrides(input, rank)));
   Type element = tensorType(result).getElementType();
   bool integer = !isFloat(element), isMax = isa<MaxOp>(reduction);
   std::string accType = integer ? "int64_t" : "float";
@@ -790,7 +804,7 @@ LogicalResult ProgramEmitter::emitFusedReduction(Operation *op,
 
 int64_t ProgramEmitter::packWidth(ValueRange inputs, Value result,
                                   ArrayRef<SmallVector<int64_t>> strides,
-                                  bool flat) {
+                                  ArrayRef<int64_t> outStored, bool flat) {
   ArrayRef<int64_t> shape = tensorType(result).getShape();
   if (shape.empty())
     return 0;
@@ -812,16 +826,24 @@ int64_t ProgramEmitter::packWidth(ValueRange inputs, Value result,
                (width * storageBytes(tensorType(value).getElementType())) ==
            0;
   };
-  if (!aligned(result))
+  // Row by row, a strided piece's rows (read, or written into a
+  // concatenation) must also start whole packs apart (flat operands are
+  // row-major).
+  auto packsApart = [&](ArrayRef<int64_t> perDim) {
+    return flat || llvm::all_of(perDim.drop_back(), [&](int64_t stride) {
+             return stride % width == 0;
+           });
+  };
+  if (!aligned(result) || !packsApart(outStored))
     return 0;
   for (auto [input, perDim] : llvm::zip(inputs, strides))
-    if (isStreamed(perDim, flat) && !aligned(input))
+    if (isStreamed(perDim, flat) && (!aligned(input) || !packsApart(perDim)))
       return 0;
   return width;
 }
 
 void ProgramEmitter::emitPackedLoop(ValueRange inputs, Value result,
-                                    Block *fusedBody,
+                                    StringRef outAt, Block *fusedBody,
                                     ArrayRef<std::string> inNames,
                                     ArrayRef<std::string> inIndex,
                                     ArrayRef<bool> needed,
@@ -864,7 +886,8 @@ void ProgramEmitter::emitPackedLoop(ValueRange inputs, Value result,
   globalsOs << "      packed.v[j] = "
             << storedValue(tensorType(result).getElementType(), value)
             << ";\n    }\n"
-            << "    loom_store_pack<" << w << ">(out + i, packed);\n  }\n}\n\n";
+            << "    loom_store_pack<" << w << ">(out + " << outAt
+            << ", packed);\n  }\n}\n\n";
   usesPacks = true;
 }
 
@@ -882,17 +905,22 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
   int rank = int(shape.size());
   SmallVector<int64_t> outStrides = computeStrides(shape);
   int64_t count = computeProduct(shape);
+  // The result's strides where it is stored: a piece written into a
+  // concatenation in place steps as the concatenation does.
+  SmallVector<int64_t> outStored = operandStrides(result, rank);
+  bool outRowMajor = isRowMajorInBuffer(result);
 
   // Each input's stride per output dimension (0 where it broadcasts). When
-  // every input is either the output's shape or a scalar, one flat index
-  // serves all.
+  // every input is either the output's shape or a scalar, and the result
+  // is stored row-major, one flat index serves all.
   SmallVector<SmallVector<int64_t>> strides;
-  bool flat = true;
+  bool flat = outRowMajor;
   for (Value input : inputs) {
     ArrayRef<int64_t> inShape = tensorType(input).getShape();
-    SmallVector<int64_t> perDim = broadcastStrides(inShape, rank);
-    bool full = perDim == ArrayRef<int64_t>(outStrides) ||
-                computeProduct(inShape) == count;
+    SmallVector<int64_t> perDim = operandStrides(input, rank);
+    bool full = isRowMajorInBuffer(input) &&
+                (perDim == ArrayRef<int64_t>(outStrides) ||
+                 computeProduct(inShape) == count);
     bool scalar = llvm::all_of(perDim, [](int64_t s) { return s == 0; });
     flat &= full || scalar;
     strides.push_back(perDim);
@@ -907,7 +935,7 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
     for (ArrayRef<int64_t> perDim : strides)
       inIndex.push_back(isScalar(perDim) ? "0" : "i");
   } else {
-    outIndex = linearIndex(outStrides);
+    outIndex = linearIndex(outStored);
     for (ArrayRef<int64_t> perDim : strides)
       inIndex.push_back(linearIndex(perDim));
   }
@@ -951,13 +979,20 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
           needed[d] = true;
       }
     }
+    // A result stored through strides is at the offset of its indices.
+    std::string outAt = "i";
+    if (!outRowMajor) {
+      for (int d = 0; d < rank; ++d)
+        needed[d] |= outStored[d] != 0;
+      outAt = outIndex;
+    }
     SmallVector<std::string> inNames;
     std::string kernel = beginKernel(inputs, result, where, inNames);
     // 32-bit index arithmetic when it fits: 64-bit division is slow on GPUs.
     const char *index = count < (int64_t(1) << 31) ? "int32_t" : "int64_t";
-    if (int64_t width = packWidth(inputs, result, strides, flat)) {
-      emitPackedLoop(inputs, result, fusedBody, inNames, inIndex, needed,
-                     strides, flat, width, index);
+    if (int64_t width = packWidth(inputs, result, strides, outStored, flat)) {
+      emitPackedLoop(inputs, result, outAt, fusedBody, inNames, inIndex,
+                     needed, strides, flat, width, index);
       launchKernel(kernel,
                    std::max<int64_t>(
                        1, std::min<int64_t>((count / width + 255) / 256, 8192)),
@@ -968,7 +1003,6 @@ LogicalResult ProgramEmitter::emitElementwise(Operation *op, ValueRange inputs,
               << ")blockDim.x + threadIdx.x; i < " << count << "; i += ("
               << index << ")gridDim.x * blockDim.x) {\n";
     emitNeededIndices(globalsOs, "    ", index, "i", shape, needed);
-    std::string outAt = "i";
     emitElementStatements(globalsOs, 2, op, inputs, fusedBody, inNames, inIndex,
                           &outAt, nextId);
     globalsOs << "  }\n}\n\n";
@@ -1847,6 +1881,11 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     int64_t start = 0;
     for (Value input : concat.getInputs()) {
       int64_t size = shape(input)[dim];
+      // A piece written in place by its own kernel is there already.
+      if (inPlaceConcatOf(input)) {
+        start += size;
+        continue;
+      }
       line() << "loomrt_insert(" << dtype(input) << ", " << pointer(input)
              << ", " << pointer(concat.getResult()) << ", "
              << computeProduct(out.take_front(dim)) << ", " << size << ", "

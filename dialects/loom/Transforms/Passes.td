@@ -233,6 +233,35 @@ def LoomFuseLogitsStats : Pass<"loom-fuse-logits-stats", "mlir::func::FuncOp"> {
   let dependentDialects = ["loom::LoomDialect"];
 }
 
+def LoomComposeSlices : Pass<"loom-compose-slices", "mlir::func::FuncOp"> {
+  let summary = "Read a slice or split of a piece from the piece's own input";
+  let description = [{
+    Part of the plan every backend shares; the first pass of the kernel
+    plan. A `loom.slice` or `loom.split` whose input is a result of another
+    slice or split becomes one `loom.slice` per result, of the other's
+    input, starting at the sum of both starts; the other is erased when
+    nothing else reads it. The values are unchanged. The point is the
+    memory plan's: a piece of a row-major value is a view (no copy) where
+    it is one contiguous run, or where every op that reads it takes
+    strides (dialects/loom/Transforms/Views.h), but a piece that a split
+    reads is not, so rotary embeddings' halves of q, where q is a third of
+    one projection, cost a copy of q until they are pieces of the
+    projection itself.
+
+    ```mlir
+    %q, %k = loom.split %qkv dim = 2 sizes = [8, 8] : tensor<4x6x16xf32> -> tensor<4x6x8xf32>, tensor<4x6x8xf32>
+    %a, %b = loom.split %q dim = 2 sizes = [4, 4] : tensor<4x6x8xf32> -> tensor<4x6x4xf32>, tensor<4x6x4xf32>
+    // becomes (%k's readers unchanged)
+    %a = loom.slice %qkv [0, 0, 0] to [4, 6, 4] : tensor<4x6x16xf32> -> tensor<4x6x4xf32>
+    %b = loom.slice %qkv [0, 0, 4] to [4, 6, 8] : tensor<4x6x16xf32> -> tensor<4x6x4xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numComposed", "composed", "Number of slices and splits of a piece read from the piece's input">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 def LoomFuseSoftmaxStats : Pass<"loom-fuse-softmax-stats", "mlir::func::FuncOp"> {
   let summary = "Read a row once for its maximum and its sum of exp(x - max)";
   let description = [{

@@ -132,6 +132,9 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
 
   /// Values stored in another value's buffer (see shareCarriedBuffers).
   llvm::DenseMap<Value, Value> sharedWith;
+  /// Where a piece written into a concatenation in place starts in the
+  /// concatenation's buffer (its owner there), in bytes.
+  llvm::DenseMap<Value, int64_t> pieceOffsets;
   /// Whether the last shareInPlace shared a buffer.
   bool sharedInPlace = false;
 
@@ -353,10 +356,12 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     Block &body = repeat.getBody().front();
     if (op->getBlock() != &body)
       return;
+    // The addend's first write (a concatenation's pieces come before it).
+    int64_t written = std::min(index[writer], buffers[addend].first);
     bool readMeanwhile = false;
     body.walk([&](Operation *reader) {
       Operation *step = body.findAncestorOpInBlock(*reader);
-      if (step == op.getOperation() || index[step] < index[writer] ||
+      if (step == op.getOperation() || index[step] < written ||
           index[step] > index[op])
         return;
       for (Value operand : reader->getOperands())
@@ -679,6 +684,21 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       }
     });
 
+    // A piece written into a concatenation in place is stored in the
+    // concatenation's buffer, which then lives from the first such write.
+    pieceOffsets.clear();
+    func.walk([&](ConcatOp concat) {
+      for (Value input : concat.getInputs()) {
+        if (inPlaceConcatOf(input) != concat.getOperation())
+          continue;
+        Buffer &whole = buffers[concat.getResult()];
+        whole.first = std::min(whole.first, buffers[input].first);
+        buffers.erase(input);
+        sharedWith[input] = concat.getResult();
+        pieceOffsets[input] = concatPieceBytes(input);
+      }
+    });
+
     shareCarriedBuffers(func, buffers, index, readUntil, root);
     if (inPlace) {
       shareInPlace(func, buffers, index, root);
@@ -777,7 +797,10 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
           auto found = buffers.find(owner(isa<CombinedOp, StartOp, WaitOp>(op)
                                               ? root(result)
                                               : Value(result)));
-          offsets.push_back(found == buffers.end() ? -1 : found->second.offset);
+          offsets.push_back(found == buffers.end()
+                                ? -1
+                                : found->second.offset +
+                                      pieceOffsets.lookup(result));
         }
         op->setAttr(LoomDialect::kOffsetsAttrName,
                     builder.getDenseI64ArrayAttr(offsets));

@@ -154,6 +154,13 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
       if (auto embedding = dyn_cast<EmbeddingOp>(op))
         info.bytes += bytesOf(embedding.getResult().getType()) -
                       bytesOf(embedding.getTable().getType());
+      // A concatenation copies only the pieces not written in place.
+      if (auto concat = dyn_cast<ConcatOp>(op)) {
+        info.bytes = 0;
+        for (Value input : concat.getInputs())
+          if (!inPlaceConcatOf(input))
+            info.bytes += 2 * bytesOf(input.getType());
+      }
       if (auto pick = dyn_cast<PickOp>(op))
         info.bytes +=
             elementsOf(pick.getTargets()) * elementBytesOf(pick.getLogits()) -

@@ -50,6 +50,18 @@ bool loom::attentionView(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
   return true;
 }
 
+static bool piecesAreRuns(Operation *op);
+
+/// Whether each operand of `concat` is one contiguous run of its result:
+/// every dimension before the joined one has one element.
+static bool concatPiecesAreRuns(loom::ConcatOp concat) {
+  auto type = cast<RankedTensorType>(concat.getType());
+  for (int64_t d = 0; d < int64_t(concat.getDim()); ++d)
+    if (type.getDimSize(d) != 1)
+      return false;
+  return true;
+}
+
 /// A transpose's input's strides when stored in the transpose's row-major
 /// order (input dimension perm[i] steps as result dimension i).
 static SmallVector<int64_t> stridesInOrderOf(loom::TransposeOp transpose) {
@@ -70,6 +82,15 @@ SmallVector<int64_t> loom::stridesInBuffer(Value value) {
   Operation *owner = value.getDefiningOp();
   if (owner && isTransposeView(owner))
     return transposeStrides(owner);
+  // A strided piece steps as its (row-major) input does, and a piece
+  // written into a concatenation as the concatenation does.
+  if (owner && isPartView(owner) && !piecesAreRuns(owner))
+    return computeStrides(
+        cast<RankedTensorType>(owner->getOperand(0).getType()).getShape());
+  if (Operation *concat = inPlaceConcatOf(value))
+    if (!concatPiecesAreRuns(cast<ConcatOp>(concat)))
+      return computeStrides(
+          cast<RankedTensorType>(concat->getResult(0).getType()).getShape());
   return computeStrides(shape);
 }
 
@@ -141,8 +162,49 @@ bool loom::isTransposeView(Operation *op) {
 }
 
 bool loom::isView(Operation *op) {
+  if (auto concat = dyn_cast<ConcatOp>(op))
+    if (llvm::all_of(concat.getInputs(), [&](Value input) {
+          return inPlaceConcatOf(input) == op;
+        }))
+      return true;
   return (op->getNumResults() == 1 && viewedValue(op->getResult(0))) ||
          isPartView(op);
+}
+
+Operation *loom::inPlaceConcatOf(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result || !value.hasOneUse())
+    return nullptr;
+  Operation *maker = result.getOwner();
+  auto concat = dyn_cast<ConcatOp>(*value.getUsers().begin());
+  if (!concat || concat->getBlock() != maker->getBlock() ||
+      isa<FusedOp>(maker->getParentOp()))
+    return nullptr;
+  if (auto fused = dyn_cast<FusedOp>(maker)) {
+    Operation *last = fused.getBody().front().getTerminator()->getPrevNode();
+    if (last && isa<SumOp, MeanOp, MaxOp>(last))
+      return nullptr; // a reduction's loop writes its result row-major
+  } else if (!isElementwise(maker) &&
+             !isa<MatmulOp, EinsumOp, BatchedEinsumOp>(maker)) {
+    return nullptr;
+  }
+  for (Operation *user : concat->getUsers())
+    if (isa<YieldOp, RepeatOp>(user))
+      return nullptr;
+  return concat;
+}
+
+int64_t loom::concatPieceBytes(Value piece) {
+  auto concat = cast<ConcatOp>(inPlaceConcatOf(piece));
+  auto type = cast<RankedTensorType>(concat.getType());
+  int64_t dim = concat.getDim(), start = 0;
+  for (Value input : concat.getInputs()) {
+    if (input == piece)
+      break;
+    start += cast<RankedTensorType>(input.getType()).getDimSize(dim);
+  }
+  return start * computeStrides(type.getShape())[dim] *
+         ((type.getElementTypeBitWidth() + 7) / 8);
 }
 
 /// The kinds of op whose results may be views of their first operand:
@@ -183,6 +245,44 @@ static bool returnedThroughViews(Value value) {
   });
 }
 
+/// Whether every piece of a slice, split or all_slice is one contiguous
+/// run of its (row-major) input: every dimension before the last one cut
+/// has one element.
+static bool piecesAreRuns(Operation *op) {
+  SmallVector<ArrayRef<int64_t>> parts;
+  Value input = partsOf(op, parts);
+  ArrayRef<int64_t> in = cast<RankedTensorType>(input.getType()).getShape();
+  return llvm::all_of(parts, [&](ArrayRef<int64_t> out) {
+    int64_t cut = int64_t(in.size()) - 1;
+    while (cut >= 0 && out[cut] == in[cut])
+      --cut;
+    for (int64_t d = 0; d < cut; ++d)
+      if (out[d] != 1)
+        return false;
+    return true;
+  });
+}
+
+/// Whether `user` reads `piece`, a strided piece of a row-major value,
+/// through the strides it has in that value's buffer: element-wise loops
+/// and fusion groups index each operand by its own strides, contractions
+/// (and loom.logits_stats's product) by their descriptors, and attention
+/// q, k and v whose rows keep their columns contiguous (attentionView).
+static bool readsStridedPiece(Operation *user, Value piece) {
+  if (loom::isElementwise(user) || isa<loom::FusedOp>(user) ||
+      readsOperandsThroughStrides(user))
+    return true;
+  if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
+    return stats.getTargets() != piece;
+  if (!isa<loom::AttentionOp>(user))
+    return false;
+  auto input = cast<RankedTensorType>(
+      piece.getDefiningOp()->getOperand(0).getType());
+  loom::AttentionView view;
+  return loom::attentionView(cast<RankedTensorType>(piece.getType()).getShape(),
+                             computeStrides(input.getShape()), view);
+}
+
 StringRef loom::whyPartCopied(Operation *op) {
   SmallVector<ArrayRef<int64_t>> parts;
   Value input = partsOf(op, parts);
@@ -207,17 +307,17 @@ StringRef loom::whyPartCopied(Operation *op) {
   if (isa<AllSliceOp>(op) && returnedThroughViews(op->getResult(0)))
     return "the model returns it, and the table of outputs holds fixed "
            "offsets";
-  ArrayRef<int64_t> in = cast<RankedTensorType>(input.getType()).getShape();
-  bool runs = llvm::all_of(parts, [&](ArrayRef<int64_t> out) {
-    int64_t cut = int64_t(in.size()) - 1;
-    while (cut >= 0 && out[cut] == in[cut])
-      --cut;
-    for (int64_t d = 0; d < cut; ++d)
-      if (out[d] != 1)
-        return false;
-    return true;
-  });
-  return runs ? StringRef() : "its pieces are not contiguous runs of the input";
+  if (piecesAreRuns(op))
+    return StringRef();
+  // Other pieces are strided windows of the input: read in place only by
+  // kernels that take each operand's strides.
+  for (Value piece : op->getResults())
+    for (Operation *user : piece.getUsers())
+      if (!readsStridedPiece(user, piece))
+        return "its pieces are not contiguous runs of the input, and not "
+               "every reader takes strides (element-wise ops, contractions "
+               "and attention do)";
+  return StringRef();
 }
 
 bool loom::isPartView(Operation *op) { return whyPartCopied(op).empty(); }
@@ -241,10 +341,13 @@ int64_t loom::partViewBytes(OpResult part) {
 }
 
 bool loom::viewsWholeBuffer(Value value) {
-  for (; value; value = viewedValue(value))
+  for (; value; value = viewedValue(value)) {
+    if (inPlaceConcatOf(value))
+      return false;
     if (auto result = dyn_cast<OpResult>(value))
       if (isPartView(result.getOwner()) || isConcatView(result.getOwner()))
         return false;
+  }
   return true;
 }
 
@@ -416,14 +519,17 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
   if (Value viewed = viewedValue(value)) {
     ArenaAddress address = arenaAddress(viewed);
     if (auto slice = dyn_cast<AllSliceOp>(op)) {
-      // Rank r of the group keeps piece r. The address still spans the
-      // whole input, as any rank's piece may.
+      // Rank r of the group keeps piece r, which starts r pieces' extent
+      // along the cut dimension in (its bytes, when pieces are runs). The
+      // address still spans the whole input, as any rank's piece may.
       auto in = cast<RankedTensorType>(slice.getInput().getType());
       auto out = cast<RankedTensorType>(slice.getType());
-      int64_t pieces = in.getDimSize(slice.getDim()) /
-                       out.getDimSize(slice.getDim());
+      int64_t dim = slice.getDim();
+      int64_t pieces = in.getDimSize(dim) / out.getDimSize(dim);
+      int64_t step = out.getDimSize(dim) * computeStrides(in.getShape())[dim] *
+                     ((in.getElementTypeBitWidth() + 7) / 8);
       address.steps.push_back(
-          {nullptr, tensorBytes(out), false, slice.getAxes(), pieces});
+          {nullptr, step, false, slice.getAxes(), pieces});
     } else if (isPartView(op) && address.offset >= 0) {
       int64_t start = partViewBytes(cast<OpResult>(value));
       address.offset += start;

@@ -76,20 +76,24 @@ bool attentionView(llvm::ArrayRef<int64_t> shape,
                    llvm::ArrayRef<int64_t> strides, AttentionView &view);
 
 /// Whether `op`'s results are views (reshape, shard, a transpose view, a
-/// part view): no buffer, no kernel. The memory plan, the report and the
-/// emitters ask this.
+/// part view): no buffer, no kernel; or `op` is a concatenation whose every
+/// operand is written into it in place (inPlaceConcatOf): a buffer, but no
+/// kernel. The memory plan, the report and the emitters ask this.
 bool isView(mlir::Operation *op);
 
 /// Whether `op` is a `loom.slice`, `loom.split` or `loom.all_slice` whose
 /// results are read in place from its input's buffer: each is one
 /// contiguous run of the input as stored (row-major), so it is the input's
 /// buffer from an offset on (partViewBytes, and for an all_slice the rank's
-/// index in its group times the piece's bytes: an ArenaStep). Every
-/// dimension before the last one cut keeps one index, every one after it is
-/// whole: some of a stack's rows, some of one row's columns, a rank's rows
-/// of a replicated batch. An all_slice that the model returns, directly or
-/// through views, is copied: the runtime's table of outputs holds fixed
-/// offsets.
+/// index in its group times the piece's extent along the cut dimension: an
+/// ArenaStep). Every dimension before the last one cut keeps one index,
+/// every one after it is whole: some of a stack's rows, some of one row's
+/// columns, a rank's rows of a replicated batch. Pieces that are not such
+/// runs (some columns of every row) are views too where every reader takes
+/// strides (element-wise ops, fusion groups, contractions, attention): they
+/// step through the input's buffer as the input does (stridesInBuffer). An
+/// all_slice that the model returns, directly or through views, is copied:
+/// the runtime's table of outputs holds fixed offsets.
 bool isPartView(mlir::Operation *op);
 /// Why a slice, split or all_slice is copied into a buffer of its own
 /// rather than read in place (`--explain` prints it for each all_slice);
@@ -111,6 +115,22 @@ bool isConcatView(mlir::Operation *op);
 /// The arguments a concat view's inputs are stored in, in order; empty for
 /// any other op.
 llvm::SmallVector<mlir::BlockArgument> concatViewArguments(mlir::Operation *op);
+
+/// The `loom.concat` that `value` is written into in place, or null: the
+/// value's one use is as an operand of that concatenation, in the block
+/// that makes it, and its op can write through strides (an element-wise
+/// op, a fusion group without a reduction, a matmul or an einsum, or the
+/// batched einsum that loom-batch-contractions makes of several), so it
+/// writes its piece of the concatenation's buffer where the concatenation
+/// would have copied it, and the concatenation copies only its other
+/// operands. A concatenation that a loop's iteration yields, or that
+/// initialises a loop's carried value, keeps copying: the memory plan lends
+/// such a buffer to the loop from the concatenation on, not from its
+/// pieces' writes.
+mlir::Operation *inPlaceConcatOf(mlir::Value value);
+/// Where a piece written in place starts in its concatenation's buffer, in
+/// bytes.
+int64_t concatPieceBytes(mlir::Value piece);
 
 /// Whether `value` is its storage's buffer (the value viewedValue leads
 /// to in the end) whole, from its first byte: no part view or concat view
