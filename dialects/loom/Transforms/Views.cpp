@@ -52,6 +52,11 @@ bool loom::attentionView(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
 
 static bool piecesAreRuns(Operation *op);
 
+/// Bytes of one element of `type` as stored.
+static int64_t elementBytes(RankedTensorType type) {
+  return (type.getElementTypeBitWidth() + 7) / 8;
+}
+
 /// Whether each operand of `concat` is one contiguous run of its result:
 /// every dimension before the joined one has one element.
 static bool concatPiecesAreRuns(loom::ConcatOp concat) {
@@ -203,8 +208,7 @@ int64_t loom::concatPieceBytes(Value piece) {
       break;
     start += cast<RankedTensorType>(input.getType()).getDimSize(dim);
   }
-  return start * computeStrides(type.getShape())[dim] *
-         ((type.getElementTypeBitWidth() + 7) / 8);
+  return start * computeStrides(type.getShape())[dim] * elementBytes(type);
 }
 
 /// The kinds of op whose results may be views of their first operand:
@@ -337,7 +341,7 @@ int64_t loom::partViewBytes(OpResult part) {
     for (int64_t size : split.getSizes().take_front(part.getResultNumber()))
       elements += size * strides[split.getDim()];
   }
-  return elements * ((input.getElementTypeBitWidth() + 7) / 8);
+  return elements * elementBytes(input);
 }
 
 bool loom::viewsWholeBuffer(Value value) {
@@ -526,8 +530,8 @@ loom::ArenaAddress loom::arenaAddress(Value value) {
       auto out = cast<RankedTensorType>(slice.getType());
       int64_t dim = slice.getDim();
       int64_t pieces = in.getDimSize(dim) / out.getDimSize(dim);
-      int64_t step = out.getDimSize(dim) * computeStrides(in.getShape())[dim] *
-                     ((in.getElementTypeBitWidth() + 7) / 8);
+      int64_t step = out.getDimSize(dim) *
+                     computeStrides(in.getShape())[dim] * elementBytes(in);
       address.steps.push_back(
           {nullptr, step, false, slice.getAxes(), pieces});
     } else if (isPartView(op) && address.offset >= 0) {
