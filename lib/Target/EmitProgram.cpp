@@ -1886,6 +1886,23 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         start += size;
         continue;
       }
+      // A strided piece of another value is copied through its strides
+      // into its place, a window of the result's rows.
+      if (!isRowMajorInBuffer(input)) {
+        SmallVector<int64_t> into = computeStrides(out);
+        int64_t at = start * into[dim] *
+                     storageBytes(tensorType(input).getElementType());
+        std::string shapeTable = int64Table(shape(input));
+        std::string fromTable = int64Table(stridesInBuffer(input));
+        std::string intoTable = int64Table(into);
+        line() << "loomrt_copy_strided(" << dtype(input) << ", "
+               << pointer(input) << ", " << pointer(concat.getResult())
+               << " + " << at << ", " << out.size() << ", " << shapeTable
+               << ", " << fromTable << ", " << intoTable
+               << "); // loom.concat at " << where() << "\n";
+        start += size;
+        continue;
+      }
       line() << "loomrt_insert(" << dtype(input) << ", " << pointer(input)
              << ", " << pointer(concat.getResult()) << ", "
              << computeProduct(out.take_front(dim)) << ", " << size << ", "

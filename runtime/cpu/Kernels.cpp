@@ -853,3 +853,28 @@ extern "C" void loomrt_insert(int dtype, const void *in, void *out,
                size_t((o * outDim + start) * inner) * elementBytes(dtype),
            static_cast<const char *>(in) + o * row, row);
 }
+
+extern "C" void loomrt_copy_strided(int dtype, const void *in, void *out,
+                                    int rank, const int64_t *shape,
+                                    const int64_t *inStrides,
+                                    const int64_t *outStrides) {
+  size_t bytes = elementBytes(dtype);
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d)
+    count *= shape[d];
+  // An odometer over the index, both offsets following it.
+  int64_t index[LOOMRT_MAX_RANK] = {}, from = 0, to = 0;
+  for (int64_t n = 0; n < count; ++n) {
+    memcpy(static_cast<char *>(out) + to * bytes,
+           static_cast<const char *>(in) + from * bytes, bytes);
+    for (int d = rank - 1; d >= 0; --d) {
+      from += inStrides[d];
+      to += outStrides[d];
+      if (++index[d] < shape[d])
+        break;
+      from -= shape[d] * inStrides[d];
+      to -= shape[d] * outStrides[d];
+      index[d] = 0;
+    }
+  }
+}

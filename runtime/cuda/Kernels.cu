@@ -1436,6 +1436,18 @@ __global__ void blockCopyKernel(size_t bytes, const char *in, char *out,
   }
 }
 
+/// Element i (row-major over the views' common sizes) from `from`'s offset
+/// in `in` to `to`'s in `out`.
+__global__ void stridedCopyKernel(size_t bytes, const char *in, View from,
+                                  char *out, View to, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t source = offsetOf(from, i), target = offsetOf(to, i);
+    for (size_t b = 0; b < bytes; ++b)
+      out[target * bytes + b] = in[source * bytes + b];
+  }
+}
+
 Shape toShape(int rank, const int64_t *sizes) {
   Shape shape;
   shape.rank = rank;
@@ -2061,6 +2073,25 @@ extern "C" void loomrt_insert(int dtype, const void *in, void *out,
       static_cast<char *>(out), outer, inDim * inner, outDim * inner, 0,
       start * inner, inDim * inner);
   check(cudaGetLastError(), "insert");
+}
+
+extern "C" void loomrt_copy_strided(int dtype, const void *in, void *out,
+                                    int rank, const int64_t *shape,
+                                    const int64_t *inStrides,
+                                    const int64_t *outStrides) {
+  loomrt_view from, to;
+  from.num_dims = to.num_dims = rank;
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d) {
+    from.size[d] = to.size[d] = shape[d];
+    from.stride[d] = inStrides[d];
+    to.stride[d] = outStrides[d];
+    count *= shape[d];
+  }
+  stridedCopyKernel<<<blocksFor(count), 256, 0, device().stream>>>(
+      elementBytes(dtype), static_cast<const char *>(in), toView(from),
+      static_cast<char *>(out), toView(to), count);
+  check(cudaGetLastError(), "strided copy");
 }
 
 //===----------------------------------------------------------------------===//

@@ -307,6 +307,12 @@ void loomrt_extract(int dtype, const void *in, void *out, int64_t outer, int64_t
                     int64_t out_dim, int64_t start, int64_t inner);
 void loomrt_insert(int dtype, const void *in, void *out, int64_t outer, int64_t in_dim,
                    int64_t out_dim, int64_t start, int64_t inner);
+/* out[sum_d i[d] * out_strides[d]] = in[sum_d i[d] * in_strides[d]] for every
+ * index i of `shape` (element strides): a strided piece of one value copied
+ * into its place in a concatenation. */
+void loomrt_copy_strided(int dtype, const void *in, void *out, int rank,
+                         const int64_t *shape, const int64_t *in_strides,
+                         const int64_t *out_strides);
 
 /*--- bf16 and f16 storage types: exact widening, round to nearest even ----*/
 #ifdef __CUDACC__

@@ -270,10 +270,12 @@ static bool piecesAreRuns(Operation *op) {
 /// Whether `user` reads `piece`, a strided piece of a row-major value,
 /// through the strides it has in that value's buffer: element-wise loops
 /// and fusion groups index each operand by its own strides, contractions
-/// (and loom.logits_stats's product) by their descriptors, and attention
-/// q, k and v whose rows keep their columns contiguous (attentionView).
+/// (and loom.logits_stats's product) by their descriptors, a concatenation
+/// copies it through them, and attention reads q, k and v whose rows keep
+/// their columns contiguous (attentionView).
 static bool readsStridedPiece(Operation *user, Value piece) {
-  if (loom::isElementwise(user) || isa<loom::FusedOp>(user) ||
+  // A concatenation copies such a piece with loomrt_copy_strided.
+  if (loom::isElementwise(user) || isa<loom::FusedOp, loom::ConcatOp>(user) ||
       readsOperandsThroughStrides(user))
     return true;
   if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
@@ -319,8 +321,8 @@ StringRef loom::whyPartCopied(Operation *op) {
     for (Operation *user : piece.getUsers())
       if (!readsStridedPiece(user, piece))
         return "its pieces are not contiguous runs of the input, and not "
-               "every reader takes strides (element-wise ops, contractions "
-               "and attention do)";
+               "every reader takes strides (element-wise ops, contractions, "
+               "concatenations and attention do)";
   return StringRef();
 }
 
@@ -364,10 +366,11 @@ static std::pair<BlockArgument, int64_t> argumentPiece(Value value) {
   while (auto result = dyn_cast<OpResult>(value)) {
     Operation *owner = result.getOwner();
     // An all_slice's piece starts where the rank's index says.
+    // A strided piece is not one run of the argument's bytes.
     if (isa<loom::RepeatOp>(owner->getParentOp()) ||
         isa<loom::AllSliceOp>(owner) ||
         !(isa<loom::ReshapeOp, loom::ShardOp>(owner) ||
-          loom::isPartView(owner)))
+          (loom::isPartView(owner) && piecesAreRuns(owner))))
       return {};
     if (loom::isPartView(owner))
       start += loom::partViewBytes(result);

@@ -90,10 +90,11 @@ bool isView(mlir::Operation *op);
 /// every one after it is whole: some of a stack's rows, some of one row's
 /// columns, a rank's rows of a replicated batch. Pieces that are not such
 /// runs (some columns of every row) are views too where every reader takes
-/// strides (element-wise ops, fusion groups, contractions, attention): they
-/// step through the input's buffer as the input does (stridesInBuffer). An
-/// all_slice that the model returns, directly or through views, is copied:
-/// the runtime's table of outputs holds fixed offsets.
+/// strides (element-wise ops, fusion groups, contractions, concatenations,
+/// attention): they step through the input's buffer as the input does
+/// (stridesInBuffer). An all_slice that the model returns, directly or
+/// through views, is copied: the runtime's table of outputs holds fixed
+/// offsets.
 bool isPartView(mlir::Operation *op);
 /// Why a slice, split or all_slice is copied into a buffer of its own
 /// rather than read in place (`--explain` prints it for each all_slice);
