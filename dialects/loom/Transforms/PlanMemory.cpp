@@ -152,8 +152,10 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
   /// starts (a rotated loop's first norm reads it before:
   /// loom-fuse-add-norm); when it is a `loom.wait`'s,
   /// the buffer shared is its collective's. The yielded value must be
-  /// written after every read of the carried value in the iteration (the
-  /// yield's own included), so that no op reads a buffer it writes; a
+  /// written (from its first write: a concatenation's pieces written in
+  /// place come before it) after every read of the carried value in the
+  /// iteration (the yield's own included), so that no op reads a buffer it
+  /// writes; a
   /// yielded `loom.wait` result is written by its collective before the
   /// wait, so it never shares.
   void shareCarriedBuffers(func::FuncOp func,
@@ -186,13 +188,18 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
               return root(other) == stored;
             }) != 1)
           continue;
+        // The yielded value's first write: a concatenation's pieces written
+        // in place come before the concatenation.
+        int64_t written = index[writer];
+        if (auto found = buffers.find(stored); found != buffers.end())
+          written = std::min(written, found->second.first);
         bool readAfterWrite = false;
         body.walk([&](Operation *op) {
           Operation *step = op;
           while (step->getBlock() != &body)
             step = step->getParentOp();
           for (Value operand : op->getOperands())
-            if (root(operand) == result && index[step] >= index[writer])
+            if (root(operand) == result && index[step] >= written)
               readAfterWrite = true;
         });
         if (!readAfterWrite)

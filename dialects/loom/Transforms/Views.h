@@ -125,9 +125,10 @@ llvm::SmallVector<mlir::BlockArgument> concatViewArguments(mlir::Operation *op);
 /// writes its piece of the concatenation's buffer where the concatenation
 /// would have copied it, and the concatenation copies only its other
 /// operands. A concatenation that a loop's iteration yields, or that
-/// initialises a loop's carried value, keeps copying: the memory plan lends
-/// such a buffer to the loop from the concatenation on, not from its
-/// pieces' writes.
+/// initialises a loop's carried value, directly keeps copying; one yielded
+/// through a view is written in place, and the memory plan lends its
+/// buffer to the loop only where no read of the carried value comes after
+/// its first piece's write.
 mlir::Operation *inPlaceConcatOf(mlir::Value value);
 /// Where a piece written in place starts in its concatenation's buffer, in
 /// bytes.
