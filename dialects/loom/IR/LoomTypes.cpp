@@ -17,9 +17,12 @@ using namespace loom;
 #define GET_TYPEDEF_CLASSES
 #include "dialects/loom/IR/LoomTypes.cpp.inc"
 
+int64_t loom::elementBytes(Type element) {
+  return (element.getIntOrFloatBitWidth() + 7) / 8;
+}
+
 int64_t loom::tensorBytes(RankedTensorType type) {
-  return type.getNumElements() *
-         ((type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return type.getNumElements() * elementBytes(type);
 }
 
 void LoomDialect::registerTypes() {

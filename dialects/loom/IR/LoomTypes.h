@@ -14,6 +14,13 @@
 #include "dialects/loom/IR/LoomTypes.h.inc"
 
 namespace loom {
+/// The bytes of one element of an integer or float type as stored: a whole
+/// number of bytes.
+int64_t elementBytes(mlir::Type element);
+/// The same of a tensor's elements.
+inline int64_t elementBytes(mlir::RankedTensorType type) {
+  return elementBytes(type.getElementType());
+}
 /// The bytes of a tensor's elements, each a whole number of bytes. Bytes
 /// per element first: elements times bits could overflow where the bytes
 /// do not (loom-plan-memory bounds the product).

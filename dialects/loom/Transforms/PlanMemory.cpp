@@ -145,6 +145,19 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     return value;
   }
 
+  /// When `value`'s bytes are first written: by its op, or, for a
+  /// concatenation whose pieces are written into it in place, by the first
+  /// of those (its buffer's first op). Every rule that lends a buffer to
+  /// another asks this, not the op that makes the value.
+  static int64_t firstWrite(Value value,
+                            llvm::MapVector<Value, Buffer> &buffers,
+                            llvm::DenseMap<Operation *, int64_t> &index) {
+    int64_t written = index[value.getDefiningOp()];
+    if (auto found = buffers.find(value); found != buffers.end())
+      written = std::min(written, found->second.first);
+    return written;
+  }
+
   /// Lets a repeat's carried buffer also hold the value that initialises it
   /// and the value each iteration yields into it, so that neither is copied
   /// there: 12.5 MB twice per layer of GPT-2 small. The initial value must
@@ -188,11 +201,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
               return root(other) == stored;
             }) != 1)
           continue;
-        // The yielded value's first write: a concatenation's pieces written
-        // in place come before the concatenation.
-        int64_t written = index[writer];
-        if (auto found = buffers.find(stored); found != buffers.end())
-          written = std::min(written, found->second.first);
+        int64_t written = firstWrite(stored, buffers, index);
         bool readAfterWrite = false;
         body.walk([&](Operation *op) {
           Operation *step = op;
@@ -363,8 +372,7 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
     Block &body = repeat.getBody().front();
     if (op->getBlock() != &body)
       return;
-    // The addend's first write (a concatenation's pieces come before it).
-    int64_t written = std::min(index[writer], buffers[addend].first);
+    int64_t written = firstWrite(addend, buffers, index);
     bool readMeanwhile = false;
     body.walk([&](Operation *reader) {
       Operation *step = body.findAncestorOpInBlock(*reader);

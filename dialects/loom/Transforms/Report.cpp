@@ -34,11 +34,6 @@ static int64_t bytesOf(Type type) {
   return tensor ? tensorBytes(tensor) : 0;
 }
 
-static int64_t elementBytesOf(Value value) {
-  return std::max<int64_t>(
-      1, cast<RankedTensorType>(value.getType()).getElementTypeBitWidth() / 8);
-}
-
 static int64_t elementsOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getNumElements();
 }
@@ -163,7 +158,8 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
       }
       if (auto pick = dyn_cast<PickOp>(op))
         info.bytes +=
-            elementsOf(pick.getTargets()) * elementBytesOf(pick.getLogits()) -
+            elementsOf(pick.getTargets()) *
+                elementBytes(cast<RankedTensorType>(pick.getLogits().getType())) -
             bytesOf(pick.getLogits().getType());
       if (auto fused = dyn_cast<FusedOp>(op)) {
         SmallVector<std::string> names;

@@ -52,11 +52,6 @@ bool loom::attentionView(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
 
 static bool piecesAreRuns(Operation *op);
 
-/// Bytes of one element of `type` as stored.
-static int64_t elementBytes(RankedTensorType type) {
-  return (type.getElementTypeBitWidth() + 7) / 8;
-}
-
 /// Whether each operand of `concat` is one contiguous run of its result:
 /// every dimension before the joined one has one element.
 static bool concatPiecesAreRuns(loom::ConcatOp concat) {
