@@ -91,6 +91,14 @@ SmallVector<int64_t> loom::stridesInBuffer(Value value) {
     if (!concatPiecesAreRuns(cast<ConcatOp>(concat)))
       return computeStrides(
           cast<RankedTensorType>(concat->getResult(0).getType()).getShape());
+  // A reshape of a strided value steps within that value's runs (a strided
+  // piece is read through a reshape only where reshapeStrides finds them).
+  if (auto reshape = dyn_cast_or_null<ReshapeOp>(owner))
+    if (!isRowMajorInBuffer(reshape.getInput()))
+      if (std::optional<SmallVector<int64_t>> stepped = reshapeStrides(
+              cast<RankedTensorType>(reshape.getInput().getType()).getShape(),
+              stridesInBuffer(reshape.getInput()), shape))
+        return *stepped;
   return computeStrides(shape);
 }
 
@@ -143,22 +151,67 @@ loom::ContractionLetters loom::contractionLetters(StringRef a, StringRef b,
   return letters;
 }
 
+/// Whether every user of a transpose's `result`, stepping by `strides` in
+/// its input's buffer, reads it through them: contractions (and
+/// loom.logits_stats's product) by their descriptors, attention where the
+/// last dimension stays contiguous and the batch dimensions merge.
+static bool transposeReadersTakeStrides(Value result,
+                                        ArrayRef<int64_t> strides) {
+  return llvm::all_of(result.getUsers(), [&](Operation *user) {
+    if (readsOperandsThroughStrides(user))
+      return true;
+    if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
+      return stats.getTargets() != result;
+    loom::AttentionView view;
+    return isa<loom::AttentionOp>(user) &&
+           loom::attentionView(cast<RankedTensorType>(result.getType()).getShape(),
+                         strides, view);
+  });
+}
+
 bool loom::isTransposeView(Operation *op) {
   if (!isa<TransposeOp>(op) || op->use_empty())
     return false;
-  Value result = op->getResult(0);
-  return llvm::all_of(op->getUsers(), [&](Operation *user) {
-    if (readsOperandsThroughStrides(user))
-      return true;
-    // Its product's operands are read as a contraction's.
-    if (auto stats = dyn_cast<LogitsStatsOp>(user))
-      return stats.getTargets() != result;
-    auto attention = dyn_cast<AttentionOp>(user);
-    AttentionView view;
-    return attention &&
-           attentionView(cast<RankedTensorType>(result.getType()).getShape(),
-                         transposeStrides(op), view);
-  });
+  return transposeReadersTakeStrides(op->getResult(0), transposeStrides(op));
+}
+
+std::optional<SmallVector<int64_t>>
+loom::reshapeStrides(ArrayRef<int64_t> inShape, ArrayRef<int64_t> inStrides,
+                     ArrayRef<int64_t> outShape) {
+  // The input's dimensions in runs, innermost first, each dimension of a
+  // run stepping over the ones after it whole: (elements, innermost
+  // stride). Dimensions of one element step nowhere.
+  SmallVector<std::pair<int64_t, int64_t>> runs;
+  for (int d = int(inShape.size()) - 1; d >= 0; --d) {
+    if (inShape[d] == 1)
+      continue;
+    if (!runs.empty() &&
+        inStrides[d] == runs.back().first * runs.back().second)
+      runs.back().first *= inShape[d];
+    else
+      runs.push_back({inShape[d], inStrides[d]});
+  }
+  // Each run must be whole output dimensions, which then step within it.
+  SmallVector<int64_t> strides(outShape.size(), 1);
+  int d = int(outShape.size()) - 1;
+  for (auto [elements, step] : runs) {
+    int64_t covered = 1;
+    while (covered < elements) {
+      if (d < 0)
+        return std::nullopt;
+      strides[d] = step * covered;
+      covered *= outShape[d--];
+    }
+    if (covered != elements)
+      return std::nullopt;
+  }
+  for (; d >= 0; --d) {
+    if (outShape[d] != 1)
+      return std::nullopt;
+    if (d + 1 < int(outShape.size()))
+      strides[d] = strides[d + 1] * outShape[d + 1];
+  }
+  return strides;
 }
 
 bool loom::isView(Operation *op) {
@@ -262,26 +315,42 @@ static bool piecesAreRuns(Operation *op) {
   });
 }
 
-/// Whether `user` reads `piece`, a strided piece of a row-major value,
-/// through the strides it has in that value's buffer: element-wise loops
-/// and fusion groups index each operand by its own strides, contractions
-/// (and loom.logits_stats's product) by their descriptors, a concatenation
-/// copies it through them, and attention reads q, k and v whose rows keep
-/// their columns contiguous (attentionView).
-static bool readsStridedPiece(Operation *user, Value piece) {
+/// Whether `user` reads `value`, stored at these element strides in
+/// another value's buffer, through them: element-wise loops and fusion
+/// groups index each operand by its own strides, contractions (and
+/// loom.logits_stats's product) by their descriptors, a concatenation
+/// copies it through them, attention reads q, k and v whose rows keep
+/// their columns contiguous (attentionView), and a transpose or reshape
+/// that such readers read is a view with strides of its own.
+static bool readsStrided(Operation *user, Value value,
+                         ArrayRef<int64_t> strides) {
   // A concatenation copies such a piece with loomrt_copy_strided.
   if (loom::isElementwise(user) || isa<loom::FusedOp, loom::ConcatOp>(user) ||
       readsOperandsThroughStrides(user))
     return true;
   if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
-    return stats.getTargets() != piece;
-  if (!isa<loom::AttentionOp>(user))
-    return false;
-  auto input = cast<RankedTensorType>(
-      piece.getDefiningOp()->getOperand(0).getType());
-  loom::AttentionView view;
-  return loom::attentionView(cast<RankedTensorType>(piece.getType()).getShape(),
-                             computeStrides(input.getShape()), view);
+    return stats.getTargets() != value;
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  if (isa<loom::AttentionOp>(user)) {
+    loom::AttentionView view;
+    return loom::attentionView(shape, strides, view);
+  }
+  // A transpose or a reshape of it is a view as well, stepping by strides
+  // of its own, where every reader of that view takes them.
+  if (auto transpose = dyn_cast<loom::TransposeOp>(user))
+    return !transpose->use_empty() &&
+           transposeReadersTakeStrides(
+               transpose.getResult(),
+               applyPermutation(strides, transpose.getPerm()));
+  if (auto reshape = dyn_cast<loom::ReshapeOp>(user)) {
+    std::optional<SmallVector<int64_t>> stepped = loom::reshapeStrides(
+        shape, strides, reshape.getType().getShape());
+    return stepped && !reshape->use_empty() &&
+           llvm::all_of(reshape->getUsers(), [&](Operation *reader) {
+             return readsStrided(reader, reshape.getResult(), *stepped);
+           });
+  }
+  return false;
 }
 
 StringRef loom::whyPartCopied(Operation *op) {
@@ -312,12 +381,15 @@ StringRef loom::whyPartCopied(Operation *op) {
     return StringRef();
   // Other pieces are strided windows of the input: read in place only by
   // kernels that take each operand's strides.
+  ArrayRef<int64_t> inputShape =
+      cast<RankedTensorType>(input.getType()).getShape();
   for (Value piece : op->getResults())
     for (Operation *user : piece.getUsers())
-      if (!readsStridedPiece(user, piece))
+      if (!readsStrided(user, piece, computeStrides(inputShape)))
         return "its pieces are not contiguous runs of the input, and not "
                "every reader takes strides (element-wise ops, contractions, "
-               "concatenations and attention do)";
+               "concatenations and attention do, and reshapes and "
+               "transposes that only they read)";
   return StringRef();
 }
 

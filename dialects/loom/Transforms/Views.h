@@ -19,6 +19,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 
 namespace loom {
@@ -40,11 +41,22 @@ llvm::SmallVector<int64_t> transposeStrides(llvm::ArrayRef<int64_t> inputShape,
                                             llvm::ArrayRef<int64_t> perm);
 
 /// A value's element strides in the buffer it is stored in (row-major but
-/// for transpose views and values stored in their reader's order).
+/// for transpose views, values stored in their reader's order, strided
+/// pieces, pieces written into a concatenation, and reshapes of those).
 llvm::SmallVector<int64_t> stridesInBuffer(mlir::Value value);
 /// Whether `value` is stored row-major (stridesInBuffer is its shape's
 /// row-major strides).
 bool isRowMajorInBuffer(mlir::Value value);
+
+/// The element strides of a reshape to `outShape` of a value stored at
+/// `inStrides`, or none where some output dimension would have to step
+/// across two of the input's runs (dimensions that do not step over the
+/// ones after them whole): a reshape of a strided piece is a view only
+/// where this finds strides.
+std::optional<llvm::SmallVector<int64_t>>
+reshapeStrides(llvm::ArrayRef<int64_t> inShape,
+               llvm::ArrayRef<int64_t> inStrides,
+               llvm::ArrayRef<int64_t> outShape);
 
 /// The transpose in whose order `value` is stored instead of row-major, or
 /// null: an attention result whose one user is a transpose read only by
@@ -91,10 +103,10 @@ bool isView(mlir::Operation *op);
 /// columns, a rank's rows of a replicated batch. Pieces that are not such
 /// runs (some columns of every row) are views too where every reader takes
 /// strides (element-wise ops, fusion groups, contractions, concatenations,
-/// attention): they step through the input's buffer as the input does
-/// (stridesInBuffer). An all_slice that the model returns, directly or
-/// through views, is copied: the runtime's table of outputs holds fixed
-/// offsets.
+/// attention, and transposes and reshapes read only by those): they step
+/// through the input's buffer as the input does (stridesInBuffer). An
+/// all_slice that the model returns, directly or through views, is copied:
+/// the runtime's table of outputs holds fixed offsets.
 bool isPartView(mlir::Operation *op);
 /// Why a slice, split or all_slice is copied into a buffer of its own
 /// rather than read in place (`--explain` prints it for each all_slice);
