@@ -95,7 +95,8 @@ int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks,
   auto kernel = addendBias ? normVecKernel<Dtype, ScaleDtype, Lanes, K, true>
                            : normVecKernel<Dtype, ScaleDtype, Lanes, K>;
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
-    kernel(in.data(), add ? other.data() : nullptr,
+    kernel(in.data(), loomrt_consecutive_rows(rows, n),
+           add ? other.data() : nullptr,
            addendBias ? rowBias.data() : nullptr, add ? sum.data() : nullptr,
            scale.data(), rms ? nullptr : bias.data(), out.data(), rows, n, eps,
            rms);

@@ -1737,12 +1737,26 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     int64_t rows = tensorType(input).getNumElements() / std::max<int64_t>(n, 1);
     double eps = rms ? cast<RMSNormOp>(op).getEps().convertToDouble()
                      : cast<LayerNormOp>(op).getEps().convertToDouble();
+    // A strided piece's rows (Views.h: rowsView); consecutive otherwise.
+    std::string inputRows = "nullptr";
+    if (!isRowMajorInBuffer(input)) {
+      std::optional<RowsView> view =
+          rowsView(shape(input), stridesInBuffer(input));
+      if (!view)
+        return fail(op, "a norm cannot read this operand's layout");
+      std::string table = fresh("kRows");
+      globalsOs << "static const loomrt_rows " << table << " = {"
+                << view->group << ", " << view->groupStride << ", "
+                << view->rowStride << "};\n";
+      inputRows = "&" + table;
+    }
     line() << "loomrt_norm(" << dtype(input) << ", " << pointer(input) << ", "
            << dtype(scale) << ", " << pointer(scale) << ", "
            << (rms ? std::string("nullptr") : pointer(op->getOperand(2)))
            << ", " << pointer(op->getResult(0)) << ", " << rows << ", " << n
            << ", " << llvm::format("%.17g", eps) << ", " << (rms ? 1 : 0)
-           << "); // " << op->getName() << " at " << where() << "\n";
+           << ", " << inputRows << "); // " << op->getName() << " at "
+           << where() << "\n";
     return success();
   }
   if (auto addNorm = dyn_cast<AddNormOp>(op)) {

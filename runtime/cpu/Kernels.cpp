@@ -613,11 +613,11 @@ extern "C" void loomrt_softmax_stats(int dtype, const void *in, void *max,
 namespace {
 /// loomrt_norm, and with `b` loomrt_add_norm: each row of x is x + b
 /// (b + bBias first, rounded, where bBias is set), rounded to dtype and
-/// stored in `sum` before it is normalised.
-void normRows(int dtype, const void *x, const void *b, const void *bBias,
-              void *sumOut, int scaleDtype, const void *scale,
-              const void *bias, void *out, int64_t rows, int64_t n,
-              double eps, int rms) {
+/// stored in `sum` before it is normalised. x's rows are where xRows says.
+void normRows(int dtype, const void *x, const loomrt_rows &xRows,
+              const void *b, const void *bBias, void *sumOut, int scaleDtype,
+              const void *scale, const void *bias, void *out, int64_t rows,
+              int64_t n, double eps, int rms) {
   std::vector<float> row(static_cast<size_t>(n)), gain(static_cast<size_t>(n)),
       shift(static_cast<size_t>(n), 0.0f), addend, addendBias;
   widen(scaleDtype, scale, 0, n, gain.data());
@@ -630,7 +630,7 @@ void normRows(int dtype, const void *x, const void *b, const void *bBias,
     widen(dtype, bBias, 0, n, addendBias.data());
   }
   for (int64_t r = 0; r < rows; ++r) {
-    widen(dtype, x, r * n, n, row.data());
+    widen(dtype, x, loomrt_row_start(xRows, r), n, row.data());
     if (b) {
       widen(dtype, b, r * n, n, addend.data());
       if (bBias)
@@ -654,17 +654,18 @@ void normRows(int dtype, const void *x, const void *b, const void *bBias,
 
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
-                            int64_t rows, int64_t n, double eps, int rms) {
-  normRows(dtype, x, nullptr, nullptr, nullptr, scaleDtype, scale, bias, out,
-           rows, n, eps, rms);
+                            int64_t rows, int64_t n, double eps, int rms,
+                            const loomrt_rows *xRows) {
+  normRows(dtype, x, xRows ? *xRows : loomrt_consecutive_rows(rows, n), nullptr,
+           nullptr, nullptr, scaleDtype, scale, bias, out, rows, n, eps, rms);
 }
 
 extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,
                                 const void *bBias, void *sum, int scaleDtype,
                                 const void *scale, const void *bias, void *out,
                                 int64_t rows, int64_t n, double eps, int rms) {
-  normRows(dtype, a, b, bBias, sum, scaleDtype, scale, bias, out, rows, n, eps,
-           rms);
+  normRows(dtype, a, loomrt_consecutive_rows(rows, n), b, bBias, sum, scaleDtype, scale,
+           bias, out, rows, n, eps, rms);
 }
 
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,

@@ -1071,24 +1071,26 @@ __global__ void softmaxKernel(int dtype, const void *in, void *out,
   }
 }
 
-__global__ void normKernel(int dtype, const void *x, int scaleDtype,
-                           const void *scale, const void *bias, void *out,
-                           int64_t rows, int64_t n, float eps, int rms) {
+__global__ void normKernel(int dtype, const void *x, loomrt_rows xRows,
+                           int scaleDtype, const void *scale, const void *bias,
+                           void *out, int64_t rows, int64_t n, float eps,
+                           int rms) {
   __shared__ float shared[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t at = loomrt_row_start(xRows, r);
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-      sum += load(dtype, x, r * n + j);
+      sum += load(dtype, x, at + j);
     float mean = rms ? 0.0f : blockReduce<false>(sum, shared) / float(n);
     float squares = 0.0f;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      float centred = load(dtype, x, r * n + j) - mean;
+      float centred = load(dtype, x, at + j) - mean;
       squares += centred * centred;
     }
     float inverse =
         rsqrtf(blockReduce<false>(squares, shared) / float(n) + eps);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      float y = (load(dtype, x, r * n + j) - mean) * inverse *
+      float y = (load(dtype, x, at + j) - mean) * inverse *
                 load(scaleDtype, scale, j);
       if (bias)
         y += load(scaleDtype, bias, j);
@@ -1136,9 +1138,11 @@ void forFloatType(int dtype, Args... args) {
 }
 
 /// The operands of a norm (and of the sum before it, when `addend` is set:
-/// loomrt_add_norm).
+/// loomrt_add_norm, whose x's rows are consecutive).
 struct NormArgs {
-  const void *x, *addend, *addendBias;
+  const void *x;
+  loomrt_rows xRows;
+  const void *addend, *addendBias;
   void *sum;
   const void *scale, *bias;
   void *out;
@@ -1152,8 +1156,9 @@ void launchNormRows(const NormArgs &a) {
   auto kernel = a.addendBias ? normVecKernel<Dtype, ScaleDtype, Lanes, K, true>
                              : normVecKernel<Dtype, ScaleDtype, Lanes, K>;
   kernel<<<blocksFor(a.rows, kBlockRow / Lanes), kBlockRow, 0,
-           device().stream>>>(a.x, a.addend, a.addendBias, a.sum, a.scale,
-                              a.bias, a.out, a.rows, a.n, a.eps, a.rms);
+           device().stream>>>(a.x, a.xRows, a.addend, a.addendBias, a.sum,
+                              a.scale, a.bias, a.out, a.rows, a.n, a.eps,
+                              a.rms);
 }
 
 /// A warp per row while a row's packs fit 8 per lane, else a block per row.
@@ -1602,7 +1607,10 @@ __global__ void addKernel(int dtype, const void *a, const void *b,
 /// registers where the packs allow, else the plain kernels (the sum made
 /// first, then normalised).
 void normOrAddNorm(int dtype, int scaleDtype, const NormArgs &a) {
+  int64_t perPack = dtype == LOOMRT_F32 ? 4 : 8;
   if (normVecScales(dtype, scaleDtype) &&
+      a.xRows.row_stride % perPack == 0 &&
+      a.xRows.group_stride % perPack == 0 &&
       packable(dtype, a.n, true,
                {a.x, a.addend, a.addendBias, a.sum, a.scale, a.bias,
                 a.out})) {
@@ -1615,26 +1623,29 @@ void normOrAddNorm(int dtype, int scaleDtype, const NormArgs &a) {
       x = a.sum;
     }
     normKernel<<<blocksFor(a.rows, 1), 256, 0, device().stream>>>(
-        dtype, x, scaleDtype, a.scale, a.bias, a.out, a.rows, a.n, a.eps,
-        a.rms);
+        dtype, x, a.addend ? loomrt_consecutive_rows(a.rows, a.n) : a.xRows,
+        scaleDtype, a.scale, a.bias, a.out, a.rows, a.n, a.eps, a.rms);
   }
   check(cudaGetLastError(), a.addend ? "add and norm" : "norm");
 }
 
 extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const void *scale, const void *bias, void *out,
-                            int64_t rows, int64_t n, double eps, int rms) {
+                            int64_t rows, int64_t n, double eps, int rms,
+                            const loomrt_rows *xRows) {
   normOrAddNorm(dtype, scaleDtype,
-                {x, nullptr, nullptr, nullptr, scale, bias, out, rows, n,
-                 float(eps), rms});
+                {x, xRows ? *xRows : loomrt_consecutive_rows(rows, n), nullptr,
+                 nullptr, nullptr, scale, bias, out, rows, n, float(eps),
+                 rms});
 }
 
 extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,
                                 const void *bBias, void *sum, int scaleDtype,
                                 const void *scale, const void *bias, void *out,
                                 int64_t rows, int64_t n, double eps, int rms) {
-  normOrAddNorm(dtype, scaleDtype, {a, b, bBias, sum, scale, bias, out, rows,
-                                    n, float(eps), rms});
+  normOrAddNorm(dtype, scaleDtype,
+                {a, loomrt_consecutive_rows(rows, n), b, bBias, sum, scale,
+                 bias, out, rows, n, float(eps), rms});
 }
 
 //--- Fused attention (runtime/cuda/FusedAttention.cuh) ---------------------

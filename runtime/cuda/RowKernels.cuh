@@ -159,9 +159,11 @@ template <int Dtype> __device__ __forceinline__ float roundTo(float value) {
 /// (loomrt_add_norm); with `Biased`, the addend is addend + addendBias (a
 /// row of Dtype), rounded to Dtype before the sum. `Biased` is a template
 /// parameter so that the other norms keep their registers (70 where the
-/// run-time test took 94, for GPT-2 small's layer norm).
+/// run-time test took 94, for GPT-2 small's layer norm). x's rows are
+/// where xRows says (consecutive with an addend), 16-byte aligned.
 template <int Dtype, int ScaleDtype, int Lanes, int K, bool Biased = false>
-__global__ void normVecKernel(const void *x, const void *addend,
+__global__ void normVecKernel(const void *x, loomrt_rows xRows,
+                              const void *addend,
                               const void *addendBias, void *sum,
                               const void *scale, const void *bias, void *out,
                               int64_t rows, int64_t n, float eps, int rms) {
@@ -172,13 +174,14 @@ __global__ void normVecKernel(const void *x, const void *addend,
   int64_t packs = n / N;
   for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
        r += gridDim.x * rowsPerBlock) {
+    int64_t at = loomrt_row_start(xRows, r);
     float v[K][N];
     float total = 0.0f;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       int64_t p = lane + int64_t(k) * Lanes;
       if (p < packs) {
-        loadPack<Dtype>(x, r * n + p * N, v[k]);
+        loadPack<Dtype>(x, at + p * N, v[k]);
         if (addend) {
           float w[N];
           loadPack<Dtype>(addend, r * n + p * N, w);

@@ -250,10 +250,19 @@ void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t
  * a row split over ranks). */
 void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
                           int64_t rows, int64_t n, int partial);
+/* Where row r of a row kernel's input starts, in elements:
+ * (r / group) * group_stride + (r % group) * row_stride, so that a strided
+ * piece of another value (q's heads in a fused projection) is read in
+ * place; a row's elements are contiguous. */
+typedef struct {
+  int64_t group, group_stride, row_stride;
+} loomrt_rows;
 /* Layer norm (or RMS norm when bias is null and rms is set) over the last n
- * elements of each of `rows` rows. */
+ * elements of each of `rows` rows; x's rows where x_rows says (null: one
+ * after another), out's one after another. */
 void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,
-                 const void *bias, void *out, int64_t rows, int64_t n, double eps, int rms);
+                 const void *bias, void *out, int64_t rows, int64_t n, double eps, int rms,
+                 const loomrt_rows *x_rows);
 /* sum = a + b (rows x n elements of dtype, rounded to it), then out = the
  * loomrt_norm of sum, reading a and b once (loom.add_norm). With b_bias
  * (n elements of dtype, or null), the second addend is b + b_bias, rounded
@@ -320,6 +329,20 @@ void loomrt_copy_strided(int dtype, const void *in, void *out, int rank,
 #else
 #define LOOMRT_INLINE static inline
 #endif
+
+/*--- loomrt_rows --------------------------------------------------------*/
+/* Rows one after another, n elements each. */
+LOOMRT_INLINE loomrt_rows loomrt_consecutive_rows(int64_t rows, int64_t n) {
+  loomrt_rows result = {rows > 0 ? rows : 1, (rows > 0 ? rows : 1) * n, n};
+  return result;
+}
+/* The element where row r starts (no division within the first group,
+ * which holds every row of consecutive ones). */
+LOOMRT_INLINE int64_t loomrt_row_start(loomrt_rows rows, int64_t r) {
+  if (r < rows.group)
+    return r * rows.row_stride;
+  return (r / rows.group) * rows.group_stride + (r % rows.group) * rows.row_stride;
+}
 LOOMRT_INLINE float loomrt_bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
   float f;

@@ -151,6 +151,45 @@ loom::ContractionLetters loom::contractionLetters(StringRef a, StringRef b,
   return letters;
 }
 
+/// The runs of dimensions [0, end) of a value stored at `strides`,
+/// innermost first: (elements, innermost stride), each dimension of a run
+/// stepping over the ones after it whole. Dimensions of one element step
+/// nowhere.
+static SmallVector<std::pair<int64_t, int64_t>>
+strideRuns(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides, int end) {
+  SmallVector<std::pair<int64_t, int64_t>> runs;
+  for (int d = end - 1; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (!runs.empty() && strides[d] == runs.back().first * runs.back().second)
+      runs.back().first *= shape[d];
+    else
+      runs.push_back({shape[d], strides[d]});
+  }
+  return runs;
+}
+
+std::optional<loom::RowsView> loom::rowsView(ArrayRef<int64_t> shape,
+                                             ArrayRef<int64_t> strides) {
+  int rank = int(shape.size());
+  if (rank == 0 || (shape.back() != 1 && strides.back() != 1))
+    return std::nullopt;
+  SmallVector<std::pair<int64_t, int64_t>> runs =
+      strideRuns(shape, strides, rank - 1);
+  RowsView view;
+  if (runs.empty()) {
+    view.groupStride = view.rowStride = shape.back();
+    return view;
+  }
+  if (runs.size() > 2)
+    return std::nullopt;
+  view.group = runs[0].first;
+  view.rowStride = runs[0].second;
+  view.groupStride =
+      runs.size() == 2 ? runs[1].second : runs[0].first * runs[0].second;
+  return view;
+}
+
 /// Whether every user of a transpose's `result`, stepping by `strides` in
 /// its input's buffer, reads it through them: contractions (and
 /// loom.logits_stats's product) by their descriptors, attention where the
@@ -178,19 +217,8 @@ bool loom::isTransposeView(Operation *op) {
 std::optional<SmallVector<int64_t>>
 loom::reshapeStrides(ArrayRef<int64_t> inShape, ArrayRef<int64_t> inStrides,
                      ArrayRef<int64_t> outShape) {
-  // The input's dimensions in runs, innermost first, each dimension of a
-  // run stepping over the ones after it whole: (elements, innermost
-  // stride). Dimensions of one element step nowhere.
-  SmallVector<std::pair<int64_t, int64_t>> runs;
-  for (int d = int(inShape.size()) - 1; d >= 0; --d) {
-    if (inShape[d] == 1)
-      continue;
-    if (!runs.empty() &&
-        inStrides[d] == runs.back().first * runs.back().second)
-      runs.back().first *= inShape[d];
-    else
-      runs.push_back({inShape[d], inStrides[d]});
-  }
+  SmallVector<std::pair<int64_t, int64_t>> runs =
+      strideRuns(inShape, inStrides, int(inShape.size()));
   // Each run must be whole output dimensions, which then step within it.
   SmallVector<int64_t> strides(outShape.size(), 1);
   int d = int(outShape.size()) - 1;
@@ -320,8 +348,9 @@ static bool piecesAreRuns(Operation *op) {
 /// groups index each operand by its own strides, contractions (and
 /// loom.logits_stats's product) by their descriptors, a concatenation
 /// copies it through them, attention reads q, k and v whose rows keep
-/// their columns contiguous (attentionView), and a transpose or reshape
-/// that such readers read is a view with strides of its own.
+/// their columns contiguous (attentionView), a norm reads rows of
+/// contiguous elements in up to two runs (rowsView), and a transpose or
+/// reshape that such readers read is a view with strides of its own.
 static bool readsStrided(Operation *user, Value value,
                          ArrayRef<int64_t> strides) {
   // A concatenation copies such a piece with loomrt_copy_strided.
@@ -331,6 +360,12 @@ static bool readsStrided(Operation *user, Value value,
   if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
     return stats.getTargets() != value;
   ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  // A norm reads its input's rows where loomrt_rows says; its gains and
+  // biases whole.
+  if (isa<loom::LayerNormOp, loom::RMSNormOp>(user))
+    return user->getOperand(0) == value &&
+           llvm::count(user->getOperands(), value) == 1 &&
+           loom::rowsView(shape, strides);
   if (isa<loom::AttentionOp>(user)) {
     loom::AttentionView view;
     return loom::attentionView(shape, strides, view);
@@ -388,7 +423,7 @@ StringRef loom::whyPartCopied(Operation *op) {
       if (!readsStrided(user, piece, computeStrides(inputShape)))
         return "its pieces are not contiguous runs of the input, and not "
                "every reader takes strides (element-wise ops, contractions, "
-               "concatenations and attention do, and reshapes and "
+               "concatenations, attention and norms do, and reshapes and "
                "transposes that only they read)";
   return StringRef();
 }

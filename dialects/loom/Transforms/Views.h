@@ -87,6 +87,19 @@ struct AttentionView {
 bool attentionView(llvm::ArrayRef<int64_t> shape,
                    llvm::ArrayRef<int64_t> strides, AttentionView &view);
 
+/// How a row kernel (a norm) reaches the rows of a [..., n] value stored at
+/// `strides`: row r starts at (r / group) * groupStride + (r % group) *
+/// rowStride (loomrt_rows). None where a row's elements are not contiguous
+/// or its leading dimensions do not form at most two runs (dimensions that
+/// step over the ones after them whole): q's heads [b, h, s, e] of a
+/// projection [b, h, s, 3e] are one run, rows 3e apart; [b, s, h, e] of a
+/// projection [b, s, 3, h, e] are two, groups of h rows e apart.
+struct RowsView {
+  int64_t group = 1, groupStride = 0, rowStride = 0;
+};
+std::optional<RowsView> rowsView(llvm::ArrayRef<int64_t> shape,
+                                 llvm::ArrayRef<int64_t> strides);
+
 /// Whether `op`'s results are views (reshape, shard, a transpose view, a
 /// part view): no buffer, no kernel; or `op` is a concatenation whose every
 /// operand is written into it in place (inPlaceConcatOf): a buffer, but no
