@@ -139,7 +139,8 @@ class Program:
     passes its own inputs for)."""
 
     def __init__(self, rng, float_type, parent=None, zero3=None, pre_norm=None,
-                 loop_views=None, view_results=None, mixed=None, unit=1):
+                 loop_views=None, view_results=None, mixed=None, unit=1,
+                 fused_projections=None):
         self.rng = rng
         # Every size drawn is a multiple of `unit` (3 for the `threes`
         # variant, 1 otherwise): SIZES times unit, and so on.
@@ -167,6 +168,10 @@ class Program:
         # promotion of docs/language.md 11.1, as GPT-2's f32 norm gains);
         # None otherwise, as pre_norm.
         self.mixed = parent.mixed if parent else mixed
+        # With --fused-projections, draws whether an op is a product made
+        # for several pieces (op_fused_projection); None otherwise, as
+        # pre_norm.
+        self.fused_projections = parent.fused_projections if parent else fused_projections
         self.float = float_type  # every float tensor's element type
         self.parent = parent
         self.depth = parent.depth + 1 if parent else 0
@@ -595,6 +600,9 @@ class Program:
 
     def random_op(self):
         """One op of OPS that the values at hand allow (20 tries)."""
+        if self.fused_projections and self.fused_projections.random() < 0.35 \
+                and self.op_fused_projection():
+            return
         kinds, weights = zip(*OPS)
         for _attempt in range(20):
             kind = self.rng.choices(kinds, weights)[0]
@@ -602,6 +610,79 @@ class Program:
                 continue
             if getattr(self, "op_" + kind)():
                 return
+
+    def op_fused_projection(self):
+        """A product made for several pieces, as q, k and v or a gate and an
+        up projection are: [..., c * k] split along its last dimension, or
+        an einsum to [..., c, k] split along the one before and each piece
+        reshaped to [..., k]. Each piece is then normalised, made heads
+        (a reshape of its last dimension and a transpose) for a product,
+        read element-wise or multiplied; or three pieces are attention's
+        q, k and v, q and k sometimes normalised first (qk-norm). Pieces of
+        some columns of every row, which readers that take strides read in
+        place (docs/running.md, section 3)."""
+        rng = self.rng
+        picked = self.pick(2)
+        if not picked:
+            return False
+        name, sizes = picked
+        lead, width = sizes[:-1], sizes[-1]
+        count, k = rng.choice([2, 3]), rng.choice(self.sizes)
+        scale = f"normal({1 / math.sqrt(width):.3f})"
+        if rng.random() < 0.5:
+            weight = self.add_param([width, count * k], scale)
+            fused = self.assign(f"{name} @ {weight}", lead + [count * k])
+            pieces = [self.fresh("v") for _ in range(count)]
+            self.lines.append(f"{', '.join(pieces)} = split({fused}, {[k] * count}, "
+                              f"dim = {len(sizes) - 1})")
+            self.values += [(piece, lead + [k]) for piece in pieces]
+        else:
+            weight = self.add_param([width, count, k], scale)
+            letters = "pqrstu"[:len(lead)]
+            fused = self.assign(f'einsum("{letters}d,dcn->{letters}cn", {name}, {weight})',
+                                lead + [count, k])
+            parts = [self.fresh("v") for _ in range(count)]
+            self.lines.append(f"{', '.join(parts)} = split({fused}, {[1] * count}, "
+                              f"dim = {len(lead)})")
+            pieces = [self.assign(f"reshape({part}, {lead + [k]})", lead + [k])
+                      for part in parts]
+        shape = lead + [k]
+
+        def normalised(piece):
+            gain = self.add_param([k], "uniform(0.5, 1.5)", dtype=self.mixed_f32(0.6))
+            if rng.random() < 0.5:
+                return self.assign(f"rmsnorm({piece}, {gain})", shape)
+            shift = self.add_param([k], "normal(0.1)")
+            return self.assign(f"layernorm({piece}, {gain}, {shift})", shape)
+
+        if count == 3 and len(shape) >= 3 and rng.random() < 0.4:
+            q, key, value = pieces
+            if rng.random() < 0.5:
+                q, key = normalised(q), normalised(key)
+            causal = ", causal = true" if rng.random() < 0.5 else ""
+            self.assign(f"attention({q}, {key}, {value}{causal})", shape)
+            return True
+        for piece in pieces:
+            form = rng.choice(["norm", "heads", "unary", "product"])
+            heads = [f for f in (2, 4) if k % f == 0 and k > f]
+            if form == "norm":
+                normalised(piece)
+            elif form == "heads" and heads and len(lead) >= 1:
+                h = rng.choice(heads)
+                split_shape = lead + [h, k // h]
+                rank = len(split_shape)
+                perm = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]
+                out = rng.choice(self.sizes)
+                weight = self.add_param([k // h, out], f"normal({1 / math.sqrt(k // h):.3f})")
+                self.assign(f"transpose(reshape({piece}, {split_shape}), perm = {perm}) @ {weight}",
+                            [split_shape[p] for p in perm[:-1]] + [out])
+            elif form == "product":
+                out = rng.choice(self.sizes)
+                weight = self.add_param([k, out], f"normal({1 / math.sqrt(k):.3f})")
+                self.assign(f"{piece} @ {weight}", lead + [out])
+            else:
+                self.assign(rng.choice(UNARY).format(piece), shape)
+        return True
 
     def op_integers(self):
         """Integer arithmetic, an integer product or sum, and a cast back:
@@ -659,6 +740,10 @@ VARIANTS = [
     ("loop-views", "read some repeats' first values through a view (a reshape, or leading "
                    "rows) made before the repeat and read after it, and make some blocks "
                    "return a view of a temporary"),
+    ("fused-projections", "make some ops products made for several pieces (q, k and v; a gate "
+                          "and an up projection), split, and each piece normalised, made heads "
+                          "by a reshape and a transpose, read element-wise or multiplied, or "
+                          "three of them attention's q, k and v"),
     ("threes", "make every size drawn a multiple of 3 too, and run on meshes with axes of 3 "
                "ranks (" + ", ".join(f"[{', '.join(f'{a}: {n}' for a, n in axes)}]"
                                     for _, axes in THREES_MESHES) + ")"),
@@ -675,7 +760,8 @@ def variant_options(args):
     return {flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag, _ in VARIANTS}
 
 
-def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, threes=False):
+def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, threes=False,
+             fused_projections=False):
     """The random program of `seed`, as a models.Model named random-SEED
     (with `pre_norm`, random-pre-norm-SEED: some blocks are pre-norm
     layers; with `loop_views`, random-loop-views-SEED or
@@ -684,7 +770,9 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, thr
     every float is f16; with `mixed`, random-mixed-SEED and so on: some
     norm gains, weights and operands of a bf16 or f16 program are f32;
     with `threes`, random-threes-SEED: drawn the same way, every size
-    three times as large, run on THREES_MESHES)."""
+    three times as large, run on THREES_MESHES; with `fused_projections`,
+    random-fused-projections-SEED: some ops are products made for several
+    pieces, split and read in the ways op_fused_projection draws)."""
     rng = random.Random(seed)
     # One seed in three is a bf16 program, built as written (run.py compares
     # it norm-wise, as the examples' bf16 builds); the others are f32. With
@@ -696,7 +784,9 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, thr
                       loop_views=random.Random(f"loop-views-{seed}") if loop_views else None,
                       view_results=random.Random(f"view-results-{seed}") if loop_views else None,
                       mixed=random.Random(f"mixed-{seed}") if mixed else None,
-                      unit=3 if threes else 1)
+                      unit=3 if threes else 1,
+                      fused_projections=(random.Random(f"fused-projections-{seed}")
+                                         if fused_projections else None))
     unit = program.unit
     if rng.random() < 0.25:
         program.op_embedding()
@@ -741,7 +831,7 @@ def generate(seed, pre_norm=False, loop_views=False, f16=False, mixed=False, thr
     text.append(f"  return {', '.join(returned)}")
     text.append("}")
     chosen = {"f16": f16, "mixed": mixed, "pre-norm": pre_norm, "loop-views": loop_views,
-              "threes": threes}
+              "fused-projections": fused_projections, "threes": threes}
     name = "random-" + "".join(flag + "-" for flag, _ in VARIANTS if chosen[flag]) + str(seed)
     return RandomModel(name, "\n".join(text) + "\n", bf16=low_precision, written_type=float_type,
                        threes=threes)
