@@ -293,6 +293,11 @@ const char *programName = "model";
 /// Whether the step runs in host memory (the CPU backend), read once when
 /// the report is installed: a signal handler must not build deviceOps().
 bool hostMemoryBackend = true;
+/// What the process as a whole is doing, for a fault on a thread that runs
+/// no rank: starting (MPI_Init, the ranks' agreement on their options),
+/// running its ranks, or finishing (MPI_Finalize).
+enum class ProcessPhase { kStarting, kRunning, kFinishing };
+std::atomic<ProcessPhase> processPhase{ProcessPhase::kStarting};
 
 /// Text built without allocating, for a signal handler.
 struct SignalText {
@@ -301,6 +306,18 @@ struct SignalText {
   SignalText &operator<<(const char *part) {
     while (part && *part && size + 1 < sizeof(text))
       text[size++] = *part++;
+    return *this;
+  }
+  /// `value` in hexadecimal, as 0x1f.
+  SignalText &hex(uintptr_t value) {
+    char digits[2 * sizeof(value)];
+    int n = 0;
+    do
+      digits[n++] = "0123456789abcdef"[value % 16];
+    while ((value /= 16) && n < int(sizeof(digits)));
+    *this << "0x";
+    while (n && size + 1 < sizeof(text))
+      text[size++] = digits[--n];
     return *this;
   }
   SignalText &operator<<(long long value) {
@@ -322,9 +339,11 @@ struct SignalText {
 struct sigaction previousActions[NSIG];
 std::atomic<bool> reported{false};
 
-/// Writes which rank, step and op the program stopped in, and why, once.
-/// Async-signal-safe: no allocation, one write.
-void writeStopReport(const char *why, bool accessFault) {
+/// Writes which rank, step and op the program stopped in, and why, once;
+/// `address` is where an invalid access faulted, when the kernel says
+/// (null otherwise). Async-signal-safe: no allocation, one write.
+void writeStopReport(const char *why, bool accessFault,
+                     const void *address = nullptr) {
   if (reported.exchange(true))
     return;
   SignalText line;
@@ -338,6 +357,18 @@ void writeStopReport(const char *why, bool accessFault) {
     line << (rt->model->num_axes ? "): " : ": ");
   }
   line << why;
+  if (address)
+    line.hex(reinterpret_cast<uintptr_t>(address)) << ")";
+  if (!rt) {
+    // A thread that runs no rank: the main thread before or after the
+    // ranks, or one of MPI's or the transport's own.
+    ProcessPhase phase = processPhase.load();
+    line << (phase == ProcessPhase::kStarting
+                 ? " as the process started, before its ranks ran"
+             : phase == ProcessPhase::kRunning
+                 ? " on a thread that runs no rank, as the ranks ran"
+                 : " as the process finished, after its ranks ran");
+  }
   if (rt) {
     if (rt->stepNumber == 0)
       line << " before the first step";
@@ -369,18 +400,29 @@ void writeStopReport(const char *why, bool accessFault) {
 
 /// Reports a fault, then hands the signal to the handler that was there
 /// before (Open MPI's prints a backtrace) or to the default action, so the
-/// process still ends by it.
-[[maybe_unused]] void reportFatalSignal(int signal) {
+/// process still ends by it. A fault the kernel raised (an invalid access,
+/// a division by zero) is left to happen again as the handler returns, so
+/// that the next handler sees the fault itself (its address), not a signal
+/// sent by this one.
+[[maybe_unused]] void reportFatalSignal(int signal, siginfo_t *info, void *) {
+  bool byKernel = info && info->si_code > 0;
+  bool access = signal == SIGSEGV || signal == SIGBUS;
+  const void *address = byKernel && access ? info->si_addr : nullptr;
   writeStopReport(
-      signal == SIGSEGV  ? "fatal signal 11 (SIGSEGV, an invalid memory access)"
-      : signal == SIGBUS ? "fatal signal 7 (SIGBUS, an invalid memory access)"
+      signal == SIGSEGV
+          ? (address ? "fatal signal 11 (SIGSEGV, an invalid memory access at "
+                     : "fatal signal 11 (SIGSEGV, an invalid memory access)")
+      : signal == SIGBUS
+          ? (address ? "fatal signal 7 (SIGBUS, an invalid memory access at "
+                     : "fatal signal 7 (SIGBUS, an invalid memory access)")
       : signal == SIGFPE ? "fatal signal 8 (SIGFPE, an arithmetic fault)"
       : signal == SIGABRT
           ? "fatal signal 6 (SIGABRT, the program aborted: a failed check)"
           : "fatal signal 4 (SIGILL, an illegal instruction)",
-      signal != SIGABRT);
+      signal != SIGABRT, address);
   sigaction(signal, &previousActions[signal], nullptr);
-  raise(signal);
+  if (!byKernel)
+    raise(signal);
 }
 
 /// Under loomc --sanitize, the sanitizers catch faults and report the
@@ -394,7 +436,8 @@ void installFatalSignalReport(const char *program) {
   });
 #else
   struct sigaction action = {};
-  action.sa_handler = reportFatalSignal;
+  action.sa_sigaction = reportFatalSignal;
+  action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
   for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
     sigaction(signal, &action, &previousActions[signal]);
@@ -405,42 +448,76 @@ void installFatalSignalReport(const char *program) {
 /// fault (SIGSEGV) at the start of kernel #K (numbered from 1, as
 /// --profile numbers them) of its first step, "RANK:#N"
 /// at the start of its collective #N, "RANK:after" after its last step;
-/// ":abort", ":bus", ":fpe" or ":ill" after any of them raises SIGABRT,
-/// SIGBUS, SIGFPE or SIGILL instead. Read once per process. `kernel` -2
-/// marks the end of the steps.
-void testFault(loomrt_ctx *rt, int kernel, long collective) {
-  static const struct Fault {
-    int rank = -1, signal = SIGSEGV;
-    long kernel = -1, collective = -1;
-    bool afterSteps = false;
-    Fault() {
-      const char *text = getenv("LOOMRT_TEST_FAULT");
-      if (!text)
-        return;
-      for (auto [suffix, raised] :
-           {std::pair{":abort", SIGABRT}, std::pair{":bus", SIGBUS},
-            std::pair{":fpe", SIGFPE}, std::pair{":ill", SIGILL}})
-        if (strstr(text, suffix))
-          signal = raised;
-      char after[6] = {};
-      if (sscanf(text, "%d:%5[a-z]", &rank, after) == 2 &&
-          !strcmp(after, "after")) {
-        afterSteps = true;
-        return;
-      }
-      if (sscanf(text, "%d:#%ld", &rank, &collective) == 2)
-        return;
-      collective = -1;
-      if (sscanf(text, "%d:%ld", &rank, &kernel) != 2)
-        rank = -1;
+/// "PROCESS:start" and "PROCESS:finish" make that process (0 with
+/// --loopback) fault before its ranks run and as it finishes, on a thread
+/// that runs no rank; ":abort", ":bus", ":fpe" or ":ill" after any of them
+/// raises SIGABRT, SIGBUS, SIGFPE or SIGILL instead, and ":access" makes
+/// it a real invalid access (a write at 0x1008), where the others are
+/// sent by raise(). Read once per process.
+struct TestFault {
+  enum When { kNever, kKernel, kCollective, kAfterSteps, kStart, kFinish };
+  When when = kNever;
+  int rank = -1, signal = SIGSEGV;
+  long number = -1; // the kernel's (from 1) or the collective's (from 0)
+  bool access = false;
+
+  static const TestFault &get() {
+    static const TestFault fault = parse(getenv("LOOMRT_TEST_FAULT"));
+    return fault;
+  }
+
+  static TestFault parse(const char *text) {
+    TestFault fault;
+    if (!text)
+      return fault;
+    for (auto [suffix, raised] :
+         {std::pair{":abort", SIGABRT}, std::pair{":bus", SIGBUS},
+          std::pair{":fpe", SIGFPE}, std::pair{":ill", SIGILL}})
+      if (strstr(text, suffix))
+        fault.signal = raised;
+    fault.access = strstr(text, ":access") != nullptr;
+    char word[7] = {};
+    if (sscanf(text, "%d:%6[a-z]", &fault.rank, word) == 2) {
+      fault.when = !strcmp(word, "after")    ? kAfterSteps
+                   : !strcmp(word, "start")  ? kStart
+                   : !strcmp(word, "finish") ? kFinish
+                                             : kNever;
+      return fault;
     }
-  } fault;
+    if (sscanf(text, "%d:#%ld", &fault.rank, &fault.number) == 2)
+      fault.when = kCollective;
+    else if (sscanf(text, "%d:%ld", &fault.rank, &fault.number) == 2)
+      fault.when = kKernel;
+    return fault;
+  }
+
+  void happen() const {
+    if (access)
+      *reinterpret_cast<volatile char *>(uintptr_t(0x1008)) = 0;
+    else
+      raise(signal);
+  }
+};
+
+/// The test hook's faults in a rank: `kernel` is the kernel's index (from
+/// 0), -2 at the end of the steps, or -1 with a collective's number.
+void testFault(loomrt_ctx *rt, int kernel, long collective) {
+  const TestFault &fault = TestFault::get();
   if (fault.rank != rt->worldRank || (rt->stepNumber > 1 && kernel != -2))
     return;
-  if ((kernel >= 0 && kernel + 1 == fault.kernel) ||
-      (kernel == -2 && fault.afterSteps) ||
-      (collective >= 0 && collective == fault.collective))
-    raise(fault.signal);
+  if ((fault.when == TestFault::kKernel && kernel >= 0 &&
+       kernel + 1 == fault.number) ||
+      (fault.when == TestFault::kAfterSteps && kernel == -2) ||
+      (fault.when == TestFault::kCollective && collective >= 0 &&
+       collective == fault.number))
+    fault.happen();
+}
+
+/// The test hook's faults outside the ranks, in process `processRank`.
+void testProcessFault(int processRank, TestFault::When when) {
+  const TestFault &fault = TestFault::get();
+  if (fault.when == when && fault.rank == processRank)
+    fault.happen();
 }
 
 } // namespace
@@ -1947,11 +2024,14 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     MPI_Comm_size(MPI_COMM_WORLD, &processes);
   }
   installFatalSignalReport(argv[0]);
+  testProcessFault(processRank, TestFault::kStart);
   // A closed pipe on standard output is then a failed write that the
   // finish below reports, not a silent death by SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   bool leader = processRank == 0;
   auto finish = [&](int code) {
+    processPhase = ProcessPhase::kFinishing;
+    testProcessFault(processRank, TestFault::kFinish);
     if (!alone)
       MPI_Finalize();
     // The results went to standard output: a full disk or a closed pipe
@@ -2027,6 +2107,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
     Transport *transport = loopbackTransport(*model, *device.loopback);
     std::vector<int> codes(size_t(meshRanks), 0);
     std::vector<std::thread> threads;
+    processPhase = ProcessPhase::kRunning;
     for (int r = 0; r < int(meshRanks); ++r)
       threads.emplace_back([&, r] {
         codes[size_t(r)] =
@@ -2075,6 +2156,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
           "separate processes; run all %lld ranks on one GPU with --loopback",
           device.name, (long long)meshRanks));
   }
+  processPhase = ProcessPhase::kRunning;
   return finish(runRank(model, transport, processRank, processes, localIndex(),
                         options, argv[0]));
 }
