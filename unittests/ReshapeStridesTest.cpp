@@ -46,8 +46,8 @@ SmallVector<int64_t> addresses(ArrayRef<int64_t> shape,
 /// Strides under which `shape`'s elements in row-major order land at
 /// `wanted`, if any: each dimension's stride is the step of its first
 /// index, and they must then hold everywhere.
-std::optional<SmallVector<int64_t>>
-affineStrides(ArrayRef<int64_t> shape, ArrayRef<int64_t> wanted) {
+std::optional<SmallVector<int64_t>> affineStrides(ArrayRef<int64_t> shape,
+                                                  ArrayRef<int64_t> wanted) {
   SmallVector<int64_t> rowMajor = mlir::computeStrides(shape);
   SmallVector<int64_t> strides(shape.size(), 0);
   for (size_t d = 0; d < shape.size(); ++d)
@@ -93,8 +93,8 @@ TEST(ReshapeStrides, HeadsOfAFusedProjectionsPiece) {
   ASSERT_TRUE(strides);
   EXPECT_EQ(*strides, SmallVector<int64_t>({1536, 96, 8, 1}));
   // Merging the heads with the sequence crosses from one run to another.
-  EXPECT_FALSE(loom::reshapeStrides({2, 16, 1, 4, 8}, {1536, 96, 32, 8, 1},
-                                    {2, 64, 8}));
+  EXPECT_FALSE(
+      loom::reshapeStrides({2, 16, 1, 4, 8}, {1536, 96, 32, 8, 1}, {2, 64, 8}));
 }
 
 TEST(ReshapeStrides, ColumnsOfRowsDoNotRegroup) {

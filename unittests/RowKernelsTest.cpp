@@ -96,10 +96,9 @@ int64_t normError(int64_t rows, int64_t n, bool rms, unsigned blocks,
                            : normVecKernel<Dtype, ScaleDtype, Lanes, K>;
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
     kernel(in.data(), loomrt_consecutive_rows(rows, n),
-           add ? other.data() : nullptr,
-           addendBias ? rowBias.data() : nullptr, add ? sum.data() : nullptr,
-           scale.data(), rms ? nullptr : bias.data(), out.data(), rows, n, eps,
-           rms);
+           add ? other.data() : nullptr, addendBias ? rowBias.data() : nullptr,
+           add ? sum.data() : nullptr, scale.data(),
+           rms ? nullptr : bias.data(), out.data(), rows, n, eps, rms);
   });
   if (add)
     for (size_t i = 0; i < x.size(); ++i) {

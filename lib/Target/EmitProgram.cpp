@@ -1745,9 +1745,9 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       if (!view)
         return fail(op, "a norm cannot read this operand's layout");
       std::string table = fresh("kRows");
-      globalsOs << "static const loomrt_rows " << table << " = {"
-                << view->group << ", " << view->groupStride << ", "
-                << view->rowStride << "};\n";
+      globalsOs << "static const loomrt_rows " << table << " = {" << view->group
+                << ", " << view->groupStride << ", " << view->rowStride
+                << "};\n";
       inputRows = "&" + table;
     }
     line() << "loomrt_norm(" << dtype(input) << ", " << pointer(input) << ", "

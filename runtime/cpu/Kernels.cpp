@@ -614,8 +614,8 @@ namespace {
 /// loomrt_norm, and with `b` loomrt_add_norm: each row of x is x + b
 /// (b + bBias first, rounded, where bBias is set), rounded to dtype and
 /// stored in `sum` before it is normalised. x's rows are where xRows says.
-void normRows(int dtype, const void *x, const loomrt_rows &xRows,
-              const void *b, const void *bBias, void *sumOut, int scaleDtype,
+void normRows(int dtype, const void *x, const loomrt_rows &xRows, const void *b,
+              const void *bBias, void *sumOut, int scaleDtype,
               const void *scale, const void *bias, void *out, int64_t rows,
               int64_t n, double eps, int rms) {
   std::vector<float> row(static_cast<size_t>(n)), gain(static_cast<size_t>(n)),
@@ -664,8 +664,8 @@ extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,
                                 const void *bBias, void *sum, int scaleDtype,
                                 const void *scale, const void *bias, void *out,
                                 int64_t rows, int64_t n, double eps, int rms) {
-  normRows(dtype, a, loomrt_consecutive_rows(rows, n), b, bBias, sum, scaleDtype, scale,
-           bias, out, rows, n, eps, rms);
+  normRows(dtype, a, loomrt_consecutive_rows(rows, n), b, bBias, sum,
+           scaleDtype, scale, bias, out, rows, n, eps, rms);
 }
 
 extern "C" void loomrt_attention(int dtype, const void *q, const void *k,

@@ -1608,12 +1608,10 @@ __global__ void addKernel(int dtype, const void *a, const void *b,
 /// first, then normalised).
 void normOrAddNorm(int dtype, int scaleDtype, const NormArgs &a) {
   int64_t perPack = dtype == LOOMRT_F32 ? 4 : 8;
-  if (normVecScales(dtype, scaleDtype) &&
-      a.xRows.row_stride % perPack == 0 &&
+  if (normVecScales(dtype, scaleDtype) && a.xRows.row_stride % perPack == 0 &&
       a.xRows.group_stride % perPack == 0 &&
       packable(dtype, a.n, true,
-               {a.x, a.addend, a.addendBias, a.sum, a.scale, a.bias,
-                a.out})) {
+               {a.x, a.addend, a.addendBias, a.sum, a.scale, a.bias, a.out})) {
     forFloatType<LaunchNorm>(dtype, scaleDtype, a);
   } else {
     const void *x = a.x;
@@ -1635,8 +1633,7 @@ extern "C" void loomrt_norm(int dtype, const void *x, int scaleDtype,
                             const loomrt_rows *xRows) {
   normOrAddNorm(dtype, scaleDtype,
                 {x, xRows ? *xRows : loomrt_consecutive_rows(rows, n), nullptr,
-                 nullptr, nullptr, scale, bias, out, rows, n, float(eps),
-                 rms});
+                 nullptr, nullptr, scale, bias, out, rows, n, float(eps), rms});
 }
 
 extern "C" void loomrt_add_norm(int dtype, const void *a, const void *b,

@@ -163,10 +163,10 @@ template <int Dtype> __device__ __forceinline__ float roundTo(float value) {
 /// where xRows says (consecutive with an addend), 16-byte aligned.
 template <int Dtype, int ScaleDtype, int Lanes, int K, bool Biased = false>
 __global__ void normVecKernel(const void *x, loomrt_rows xRows,
-                              const void *addend,
-                              const void *addendBias, void *sum,
-                              const void *scale, const void *bias, void *out,
-                              int64_t rows, int64_t n, float eps, int rms) {
+                              const void *addend, const void *addendBias,
+                              void *sum, const void *scale, const void *bias,
+                              void *out, int64_t rows, int64_t n, float eps,
+                              int rms) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
   const int lane = int(threadIdx.x) % Lanes;

@@ -261,8 +261,8 @@ typedef struct {
  * elements of each of `rows` rows; x's rows where x_rows says (null: one
  * after another), out's one after another. */
 void loomrt_norm(int dtype, const void *x, int scale_dtype, const void *scale,
-                 const void *bias, void *out, int64_t rows, int64_t n, double eps, int rms,
-                 const loomrt_rows *x_rows);
+                 const void *bias, void *out, int64_t rows, int64_t n,
+                 double eps, int rms, const loomrt_rows *x_rows);
 /* sum = a + b (rows x n elements of dtype, rounded to it), then out = the
  * loomrt_norm of sum, reading a and b once (loom.add_norm). With b_bias
  * (n elements of dtype, or null), the second addend is b + b_bias, rounded
@@ -341,7 +341,8 @@ LOOMRT_INLINE loomrt_rows loomrt_consecutive_rows(int64_t rows, int64_t n) {
 LOOMRT_INLINE int64_t loomrt_row_start(loomrt_rows rows, int64_t r) {
   if (r < rows.group)
     return r * rows.row_stride;
-  return (r / rows.group) * rows.group_stride + (r % rows.group) * rows.row_stride;
+  return (r / rows.group) * rows.group_stride +
+         (r % rows.group) * rows.row_stride;
 }
 LOOMRT_INLINE float loomrt_bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;

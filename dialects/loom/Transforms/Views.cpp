@@ -203,8 +203,9 @@ static bool transposeReadersTakeStrides(Value result,
       return stats.getTargets() != result;
     loom::AttentionView view;
     return isa<loom::AttentionOp>(user) &&
-           loom::attentionView(cast<RankedTensorType>(result.getType()).getShape(),
-                         strides, view);
+           loom::attentionView(
+               cast<RankedTensorType>(result.getType()).getShape(), strides,
+               view);
   });
 }
 
@@ -378,8 +379,8 @@ static bool readsStrided(Operation *user, Value value,
                transpose.getResult(),
                applyPermutation(strides, transpose.getPerm()));
   if (auto reshape = dyn_cast<loom::ReshapeOp>(user)) {
-    std::optional<SmallVector<int64_t>> stepped = loom::reshapeStrides(
-        shape, strides, reshape.getType().getShape());
+    std::optional<SmallVector<int64_t>> stepped =
+        loom::reshapeStrides(shape, strides, reshape.getType().getShape());
     return stepped && !reshape->use_empty() &&
            llvm::all_of(reshape->getUsers(), [&](Operation *reader) {
              return readsStrided(reader, reshape.getResult(), *stepped);
