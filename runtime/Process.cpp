@@ -449,13 +449,22 @@ void installFatalSignalReport(const char *program) {
 /// --profile numbers them) of its first step, "RANK:#N"
 /// at the start of its collective #N, "RANK:after" after its last step;
 /// "PROCESS:start" and "PROCESS:finish" make that process (0 with
-/// --loopback) fault before its ranks run and as it finishes, on a thread
-/// that runs no rank; ":abort", ":bus", ":fpe" or ":ill" after any of them
+/// --loopback) fault before its ranks run and as it finishes, and with
+/// --loopback "0:running" makes the main thread fault while the ranks'
+/// threads run: each on a thread that runs no rank; ":abort", ":bus", ":fpe" or ":ill" after any of them
 /// raises SIGABRT, SIGBUS, SIGFPE or SIGILL instead, and ":access" makes
 /// it a real invalid access (a write at 0x1008), where the others are
 /// sent by raise(). Read once per process.
 struct TestFault {
-  enum When { kNever, kKernel, kCollective, kAfterSteps, kStart, kFinish };
+  enum When {
+    kNever,
+    kKernel,
+    kCollective,
+    kAfterSteps,
+    kStart,
+    kRunning,
+    kFinish
+  };
   When when = kNever;
   int rank = -1, signal = SIGSEGV;
   long number = -1; // the kernel's (from 1) or the collective's (from 0)
@@ -476,12 +485,13 @@ struct TestFault {
       if (strstr(text, suffix))
         fault.signal = raised;
     fault.access = strstr(text, ":access") != nullptr;
-    char word[7] = {};
-    if (sscanf(text, "%d:%6[a-z]", &fault.rank, word) == 2) {
-      fault.when = !strcmp(word, "after")    ? kAfterSteps
-                   : !strcmp(word, "start")  ? kStart
-                   : !strcmp(word, "finish") ? kFinish
-                                             : kNever;
+    char word[8] = {};
+    if (sscanf(text, "%d:%7[a-z]", &fault.rank, word) == 2) {
+      fault.when = !strcmp(word, "after")     ? kAfterSteps
+                   : !strcmp(word, "start")   ? kStart
+                   : !strcmp(word, "running") ? kRunning
+                   : !strcmp(word, "finish")  ? kFinish
+                                              : kNever;
       return fault;
     }
     if (sscanf(text, "%d:#%ld", &fault.rank, &fault.number) == 2)
@@ -2113,6 +2123,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
         codes[size_t(r)] =
             runRank(model, transport, r, int(meshRanks), 0, options, argv[0]);
       });
+    testProcessFault(0, TestFault::kRunning);
     for (std::thread &thread : threads)
       thread.join();
     return finish(*std::max_element(codes.begin(), codes.end()));

@@ -231,6 +231,8 @@ loom::reshapeStrides(ArrayRef<int64_t> inShape, ArrayRef<int64_t> inStrides,
       strides[d] = step * covered;
       covered *= outShape[d--];
     }
+    // With as many elements on both sides an overshoot would also run out
+    // of dimensions later; it is refused where it happens.
     if (covered != elements)
       return std::nullopt;
   }
