@@ -70,8 +70,13 @@ double integerValue(Type element, int64_t x) {
   return held;
 }
 
+/// Whether floating results keep their f64 value (InterpretOptions::unrounded).
+bool keepUnrounded = false;
+
 /// Rounds to the element type, as each op does once at its result.
 double roundTo(Type element, double x) {
+  if (keepUnrounded && isa<FloatType>(element))
+    return x;
   if (element.isF32())
     return double(float(x));
   if (element.isBF16())
@@ -825,8 +830,11 @@ LogicalResult Interpreter::run(llvm::raw_ostream &os) {
                                 : "output_" + std::to_string(index);
     const Tensor &t = get(value);
     double sum = 0.0, largest = 0.0;
-    int dtype = dtypeCode(t.element);
-    size_t bytes = t.element.getIntOrFloatBitWidth() / 8;
+    // Unrounded bf16 and f16 results would lose most of their digits to
+    // their own type: written as f32.
+    bool widened = options.unrounded && isa<FloatType>(t.element);
+    int dtype = widened ? LOOMRT_F32 : dtypeCode(t.element);
+    size_t bytes = widened ? 4 : t.element.getIntOrFloatBitWidth() / 8;
     std::string payload(size_t(t.size()) * bytes, '\0');
     for (int64_t i = 0; i < t.size(); ++i) {
       sum += t.values[i];
@@ -894,6 +902,7 @@ LogicalResult loom::interpretModel(ModuleOp module,
   FailureOr<Operation *> model = findSingleModel(module, "--interpret");
   if (failed(model))
     return failure();
+  keepUnrounded = options.unrounded;
   Interpreter interpreter(cast<func::FuncOp>(*model), options);
   return interpreter.run(os);
 }

@@ -198,6 +198,14 @@ static llvm::cl::opt<std::string> interpretParams(
     "params", llvm::cl::desc("Parameters from a safetensors file"),
     llvm::cl::value_desc("file"), llvm::cl::cat(interpretCategory));
 
+static llvm::cl::opt<bool> interpretUnrounded(
+    "unrounded",
+    llvm::cl::desc("Hold every floating result in f64 instead of rounding it "
+                   "to its type (parameters and inputs keep their type; "
+                   "floating outputs are written as f32): the program's "
+                   "arithmetic without its roundings"),
+    llvm::cl::cat(interpretCategory));
+
 static llvm::cl::opt<std::string> interpretOut(
     "out", llvm::cl::desc("Write the outputs to a safetensors file"),
     llvm::cl::value_desc("file"), llvm::cl::cat(interpretCategory));
@@ -454,10 +462,11 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!interpret &&
       (interpretInputs.getNumOccurrences() ||
        interpretParams.getNumOccurrences() ||
-       interpretOut.getNumOccurrences() || interpretSeed.getNumOccurrences())) {
-    llvm::errs() << "loomc: error: --seed, --inputs, --params and --out are "
-                    "options of --interpret (a compiled model takes them "
-                    "when it runs)\n";
+       interpretOut.getNumOccurrences() || interpretSeed.getNumOccurrences() ||
+       interpretUnrounded.getNumOccurrences())) {
+    llvm::errs() << "loomc: error: --seed, --inputs, --params, --out and "
+                    "--unrounded are options of --interpret (a compiled model "
+                    "takes the first four when it runs)\n";
     return 1;
   }
   if (!parseSeed(interpretSeed)) {
@@ -549,6 +558,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.inputs = interpretInputs;
     options.params = interpretParams;
     options.out = interpretOut;
+    options.unrounded = interpretUnrounded;
     return failed(loom::interpretModel(*module, options, llvm::outs())) ? 1 : 0;
   }
   if (buildExecutable)

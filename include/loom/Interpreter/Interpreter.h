@@ -17,6 +17,11 @@ namespace loom {
 struct InterpretOptions {
   uint64_t seed = 0;
   std::string inputs, params, out;
+  /// Hold every floating result in f64 instead of rounding it to its type
+  /// (parameters and inputs keep their type; floating outputs are written
+  /// as f32): the program's arithmetic without its roundings, a more exact
+  /// reference than the rounded run.
+  bool unrounded = false;
 };
 
 /// Runs the module's model as written (the global program, before sharding)

@@ -24,6 +24,17 @@ that loomc accepts for 2 to 8 ranks):
 The examples are also built without --dtype (bf16) and compared the same
 way, norm-wise: ||a - b|| / ||b|| <= 2e-2.
 
+A fixed tolerance between two results fails an ill-conditioned output
+that both compute equally well (independent rounding errors of size e
+differ by about 1.4 e). So an output that misses only its tolerance (not
+a NaN elsewhere, not an integer) is still accepted where, against a more
+exact reference, its error is at most 2x the reference side's: the
+interpreter's outputs with --unrounded (the same parameters and inputs,
+f64 arithmetic with no op's result rounded to its type). That holds for
+N ranks against 1 rank and for 1 rank against the interpreter (which
+rounds each op's result); the case's line then says so, with both
+errors.
+
 With --cuda-on-cpu OBJ_DIR, each model runs on the mesh of its rendering
 with the most axes (the examples on [dp: 2, tp: 2]) as its CUDA program:
 loomc --target=cuda --emit=cuda, turned into host C++ by
@@ -86,6 +97,9 @@ import fuzz_frontend  # noqa: E402
 
 F32_RTOL, F32_ATOL = 1e-5, 1e-6
 BF16_NORM_TOL = 2e-2
+# How much less accurate than the reference side an output that misses the
+# tolerance may be, against a more exact reference (excuse()).
+ACCURACY_FACTOR = 2.0
 RUN_TIMEOUT, INTERPRET_TIMEOUT = 120, 300
 # Seconds for one loomc run (--compile-timeout); a hang is a fault whatever
 # the input.
@@ -131,51 +145,93 @@ def load(path):
         raise Failure(f"cannot read {path}: {error}")
 
 
+def numeric_error(a, b, norm_wise):
+    """a's error against b where both are finite: ||a - b|| / ||b||
+    norm-wise, max|a - b| otherwise."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    finite = np.isfinite(a) & np.isfinite(b)
+    a, b = np.where(finite, a, 0.0), np.where(finite, b, 0.0)
+    if not b.size:
+        return 0.0
+    if norm_wise:
+        norm = np.linalg.norm(b)
+        err = np.linalg.norm(a - b)
+        return err / norm if norm > 0 else err
+    return np.abs(a - b).max()
+
+
 def compare(got, ref, norm_wise):
-    """Checks the outputs `got` against `ref`; returns (failures, worst),
-    worst being the largest error / tolerance ratio seen."""
-    problems, worst = [], 0.0
+    """Checks the outputs `got` against `ref`; returns (problems, worst):
+    problems maps an output's name (or "" for the set of outputs) to
+    (text, whether only the tolerance was missed), worst is the largest
+    error / tolerance ratio seen."""
+    problems, worst = {}, 0.0
     if sorted(got) != sorted(ref):
-        return [f"outputs {sorted(got)} vs {sorted(ref)}"], float("inf")
+        return {"": (f"outputs {sorted(got)} vs {sorted(ref)}", False)}, float("inf")
     for name in sorted(ref):
         a, b = got[name], ref[name]
         if a.shape != b.shape or a.dtype != b.dtype:
-            problems.append(f"{name}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
+            problems[name] = (f"{name}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}", False)
             continue
         if np.issubdtype(b.dtype, np.integer):
             wrong = np.count_nonzero(a != b)
             if wrong:
                 diff = np.abs(a.astype(np.int64) - b.astype(np.int64)).max()
-                problems.append(f"{name}: {wrong} of {b.size} integers differ (max|a-b| = {diff})")
+                problems[name] = (f"{name}: {wrong} of {b.size} integers differ (max|a-b| = {diff})",
+                                  False)
                 worst = float("inf")
             continue
         a, b = a.astype(np.float64), b.astype(np.float64)
         if not (np.array_equal(np.isnan(a), np.isnan(b))
                 and np.array_equal(np.where(np.isinf(a), a, 0), np.where(np.isinf(b), b, 0))):
-            problems.append(f"{name}: NaN/inf at different places "
-                            f"({np.count_nonzero(~np.isfinite(a))} vs {np.count_nonzero(~np.isfinite(b))} non-finite)")
+            problems[name] = (f"{name}: NaN/inf at different places "
+                              f"({np.count_nonzero(~np.isfinite(a))} vs "
+                              f"{np.count_nonzero(~np.isfinite(b))} non-finite)", False)
             worst = float("inf")
             continue
-        finite = np.isfinite(b)
-        a, b = np.where(finite, a, 0.0), np.where(finite, b, 0.0)
+        err = numeric_error(a, b, norm_wise)
         if norm_wise:
-            norm = np.linalg.norm(b)
-            err = np.linalg.norm(a - b)
-            rel = err / norm if norm > 0 else err
-            ratio = rel / BF16_NORM_TOL
+            ratio = err / BF16_NORM_TOL
             if ratio > 1:
-                problems.append(f"{name}: ||a-b||/||b|| = {rel:.3g} > {BF16_NORM_TOL}")
+                problems[name] = (f"{name}: ||a-b||/||b|| = {err:.3g} > {BF16_NORM_TOL}", True)
         else:
-            scale = np.abs(b).max() if b.size else 0.0
-            err = np.abs(a - b).max() if b.size else 0.0
+            finite = np.isfinite(b)
+            scale = np.abs(np.where(finite, b, 0.0)).max() if b.size else 0.0
             tol = F32_RTOL * scale + F32_ATOL
             ratio = err / tol
             if ratio > 1:
-                where = np.unravel_index(np.argmax(np.abs(a - b)), b.shape)
-                problems.append(f"{name}: max|a-b| = {err:.3g} > {tol:.3g} (max|ref| = {scale:.3g}) "
-                                f"at {list(map(int, where))}")
+                diff = np.where(finite, np.abs(a - b), 0.0)
+                where = np.unravel_index(np.argmax(diff), b.shape)
+                problems[name] = (f"{name}: max|a-b| = {err:.3g} > {tol:.3g} (max|ref| = {scale:.3g}) "
+                                  f"at {list(map(int, where))}", True)
         worst = max(worst, ratio)
     return problems, worst
+
+
+def excuse(problems, got, base, exact, norm_wise):
+    """Of `problems` (compare(got, base)), those that stand: an output that
+    missed only the tolerance is accepted where, against `exact`, a more
+    exact reference, its error is at most ACCURACY_FACTOR times `base`'s.
+    Two results with independent rounding errors of size e differ by about
+    1.4 e, so an ill-conditioned output can miss a fixed tolerance between
+    them while each is as accurate as the other. Returns (the problems that
+    stand, a note per accepted output)."""
+    standing, notes = {}, []
+    for name, (text, tolerance_only) in problems.items():
+        if tolerance_only and name in exact:
+            got_error = numeric_error(got[name], exact[name], norm_wise)
+            base_error = numeric_error(base[name], exact[name], norm_wise)
+            if got_error <= ACCURACY_FACTOR * base_error:
+                notes.append(f"{name} misses the tolerance ({text.split(': ', 1)[1]}) but its error "
+                             f"against the more exact reference, {got_error:.3g}, is within "
+                             f"{ACCURACY_FACTOR:g}x the reference side's, {base_error:.3g}")
+                continue
+        standing[name] = (text, tolerance_only)
+    return standing, notes
+
+
+def texts(problems):
+    return [text for text, _ in problems.values()]
 
 
 def exact_differences(got, ref):
@@ -321,6 +377,7 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.refs = Memo()
+        self.exact_refs = Memo()
         self.retried = []  # runs that ended abnormally once (see execute)
         self.sanitize = ["--sanitize"] if args.sanitize else []
         self.loomc_flags = shlex.split(args.loomc_flags)
@@ -429,7 +486,25 @@ class Runner:
         run_command([loomc, src, *self.dtype_flags(case), "--interpret", "--seed", str(self.args.seed),
                      "--out", "interp.safetensors"], INTERPRET_TIMEOUT, directory)
         interp = load(os.path.join(directory, "interp.safetensors"))
-        return one, interp, compare(one, interp, case.bf16)
+        problems, worst = compare(one, interp, case.bf16)
+        notes = []
+        if problems:
+            problems, notes = excuse(problems, one, interp, self.exact(case), case.bf16)
+        return one, interp, (problems, worst, notes)
+
+    def exact(self, case):
+        """The outputs of the case's model by the interpreter with
+        --unrounded (f64 arithmetic, no op's result rounded to its type;
+        the same parameters and inputs), run once a model, where an output
+        first misses its tolerance."""
+        def run():
+            directory = os.path.join(self.args.workdir, "ref", case.ref_key)
+            src = self.source_path(case.ref_source, directory)
+            run_command([self.args.loomc, src, *self.dtype_flags(case), "--interpret", "--unrounded",
+                         "--seed", str(self.args.seed), "--out", "interp-unrounded.safetensors"],
+                        INTERPRET_TIMEOUT, directory)
+            return load(os.path.join(directory, "interp-unrounded.safetensors"))
+        return self.exact_refs.get(case.ref_key, run, case.label)
 
     def reproduce(self, case):
         """For a random program, how to print it again; for a mutant, where
@@ -449,8 +524,21 @@ class Runner:
         start = time.monotonic()
         loopback = ""
         try:
-            one, _, (ref_problems, ref_worst) = self.refs.get(case.ref_key, lambda: self.reference(case),
-                                                                case.label)
+            one, _, (ref_problems, ref_worst, ref_notes) = self.refs.get(
+                case.ref_key, lambda: self.reference(case), case.label)
+            # Each note once, after the runs it holds for (the CUDA
+            # program's variants often give the same bits).
+            accepted = {n: ["1 rank against the interpreter"] for n in ref_notes}
+
+            def check(got, base, what):
+                """got against base: the problems that stand, as text."""
+                found, ratio = compare(got, base, case.bf16)
+                if found:
+                    found, notes = excuse(found, got, base, self.exact(case), case.bf16)
+                    for note in notes:
+                        accepted.setdefault(note, []).append(what)
+                return texts(found), ratio
+
             directory = os.path.join(self.args.workdir, case.name, case.mesh_tag + ("-bf16" if case.bf16 else ""))
             os.makedirs(directory, exist_ok=True)
             src = self.source_path(case.source, directory)
@@ -458,13 +546,13 @@ class Runner:
                 problems, worst = [], 0.0
                 outputs = self.cuda_on_cpu(case, src, directory)
                 for kernels, got in outputs.items():
-                    found, ratio = compare(got, one, case.bf16)
                     what = {"nccl": "NCCL, a process per rank",
                             "lazy": "loopback mode, every stream lazy",
                             "lazy0": "NCCL, the compute stream lazy",
                             "lazy1": "NCCL, the communication stream lazy",
                             "reverse": "fast kernels in reverse order",
                             "epilogue": "GEMM epilogues"}.get(kernels, f"{kernels} kernels")
+                    found, ratio = check(got, one, what)
                     problems += [f"{what}: {p}" for p in found]
                     worst = max(worst, ratio)
                 if "nccl" in outputs:
@@ -497,7 +585,7 @@ class Runner:
                              "-o", "model"],
                             self.args.compile_timeout, directory)
                 got = self.execute("./model", case.ranks, "out.safetensors", directory)
-                problems, worst = compare(got, one, case.bf16)
+                problems, worst = check(got, one, "against 1 rank")
             if case.ranks > 1 and not self.args.cuda_on_cpu:
                 # The loopback mode (every rank a thread of one process)
                 # must give the MPI run's outputs exactly.
@@ -508,7 +596,7 @@ class Runner:
                 # Bit for bit unless MPI sums a group of more than two ranks
                 # in another order than the loopback mode's rank order.
                 if exact_differences(looped, got):
-                    loop_problems, loop_worst = compare(looped, got, case.bf16)
+                    loop_problems, loop_worst = check(looped, got, "loopback against MPI")
                     problems += [f"loopback against MPI: {p}" for p in loop_problems]
                     loopback = f"loopback against MPI: error/tolerance {loop_worst:.2g}; "
                 else:
@@ -520,12 +608,13 @@ class Runner:
         if self.args.cuda_on_cpu:
             ranks = f"CUDA on the CPU, {ranks}"
         reasons = [f"{ranks} against 1 rank: {p}" for p in problems]
-        reasons += [f"1 rank against the interpreter: {p}" for p in ref_problems]
+        reasons += [f"1 rank against the interpreter: {p}" for p in texts(ref_problems)]
         if reasons:
             return False, f"FAIL {case.label}: " + "; ".join(reasons) + self.reproduce(case)
         os.remove(os.path.join(directory, "model"))  # kept only where a case fails
+        within = "".join(f"; {', '.join(whats)}: {note}" for note, whats in accepted.items())
         return True, (f"ok   {case.label} ({ranks}; {loopback}error/tolerance {worst:.2g} against 1 rank, "
-                      f"{ref_worst:.2g} 1 rank against the interpreter; {seconds:.1f} s)")
+                      f"{ref_worst:.2g} 1 rank against the interpreter{within}; {seconds:.1f} s)")
 
 
 def main():
