@@ -51,6 +51,31 @@ void forEachOffset(const loomrt_view &view, int first, int last, int64_t base,
     forEachOffset(view, first + 1, last, base + i * stride, fn);
 }
 
+/// Calls fn(from, to) for every index of `shape` in row-major order, `from`
+/// and `to` being the index's offsets under `fromStrides` and `toStrides`:
+/// an odometer, each step one addition per offset in the common case.
+template <typename Fn>
+void forEachOffsetPair(int rank, const int64_t *shape,
+                       const int64_t *fromStrides, const int64_t *toStrides,
+                       Fn &&fn) {
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d)
+    count *= shape[d];
+  int64_t index[LOOMRT_MAX_RANK] = {}, from = 0, to = 0;
+  for (int64_t n = 0; n < count; ++n) {
+    fn(from, to);
+    for (int d = rank - 1; d >= 0; --d) {
+      from += fromStrides[d];
+      to += toStrides[d];
+      if (++index[d] < shape[d])
+        break;
+      from -= shape[d] * fromStrides[d];
+      to -= shape[d] * toStrides[d];
+      index[d] = 0;
+    }
+  }
+}
+
 /// True when dims [first, last) of the view are a dense row-major block
 /// with innermost stride 1 (so they can be flattened into one dimension).
 bool isDense(const loomrt_view &view, int first, int last) {
@@ -480,8 +505,11 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
                               void *out, int rank, const int64_t *shape,
                               uint32_t mask, double scale) {
   // Output index of each input element: strides of the kept dimensions.
-  int64_t outStride[LOOMRT_MAX_RANK], stride = 1, outCount = 1;
+  int64_t inStride[LOOMRT_MAX_RANK], outStride[LOOMRT_MAX_RANK];
+  int64_t stride = 1, inCount = 1, outCount = 1;
   for (int d = rank - 1; d >= 0; --d) {
+    inStride[d] = inCount;
+    inCount *= shape[d];
     if (mask & (1u << d)) {
       outStride[d] = 0;
     } else {
@@ -490,8 +518,6 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
       outCount *= shape[d];
     }
   }
-  int64_t total = product(shape, 0, rank);
-  int64_t index[LOOMRT_MAX_RANK] = {0};
   // The common case, reducing the trailing dimensions: one pass per row.
   int firstReduced = rank;
   while (firstReduced > 0 && (mask & (1u << (firstReduced - 1))))
@@ -517,29 +543,19 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
     }
     return;
   }
-  // Steps the input index (row-major) and keeps `o`, the output index of
-  // the element, in step with it.
-  int64_t o = 0;
-  auto advance = [&] {
-    for (int d = rank - 1; d >= 0; --d) {
-      o += outStride[d];
-      if (++index[d] < shape[d])
-        return;
-      o -= outStride[d] * shape[d];
-      index[d] = 0;
-    }
-  };
+  // The input in its (row-major) order, each element's output index `o`
+  // following it.
   if (isInteger(dtype)) {
     std::vector<int64_t> acc(
         size_t(outCount),
         reduction == LOOMRT_MAX ? std::numeric_limits<int64_t>::min() : 0);
-    for (int64_t i = 0; i < total; ++i) {
+    forEachOffsetPair(rank, shape, inStride, outStride, [&](int64_t i,
+                                                            int64_t o) {
       int64_t v = loadInt(dtype, in, i);
       acc[o] = reduction == LOOMRT_MAX
                    ? std::max(acc[o], v)
                    : int64_t(uint64_t(acc[o]) + uint64_t(v));
-      advance();
-    }
+    });
     for (int64_t j = 0; j < outCount; ++j)
       storeInt(dtype, out, j, acc[j]);
     return;
@@ -547,14 +563,14 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
   std::vector<float> acc(
       size_t(outCount),
       reduction == LOOMRT_MAX ? -std::numeric_limits<float>::infinity() : 0.0f);
-  for (int64_t i = 0; i < total; ++i) {
+  forEachOffsetPair(rank, shape, inStride, outStride, [&](int64_t i,
+                                                          int64_t o) {
     float v = load(dtype, in, i);
     if (reduction == LOOMRT_MAX)
       acc[o] = (v > acc[o] || std::isnan(v)) ? v : acc[o];
     else
       acc[o] += v;
-    advance();
-  }
+  });
   for (int64_t j = 0; j < outCount; ++j)
     store(dtype, out, j,
           reduction == LOOMRT_MAX ? acc[j] : float(acc[j] * scale));
@@ -860,22 +876,10 @@ extern "C" void loomrt_copy_strided(int dtype, const void *in, void *out,
                                     const int64_t *inStrides,
                                     const int64_t *outStrides) {
   size_t bytes = elementBytes(dtype);
-  int64_t count = 1;
-  for (int d = 0; d < rank; ++d)
-    count *= shape[d];
-  // An odometer over the index, both offsets following it.
-  int64_t index[LOOMRT_MAX_RANK] = {}, from = 0, to = 0;
-  for (int64_t n = 0; n < count; ++n) {
-    memcpy(static_cast<char *>(out) + to * bytes,
-           static_cast<const char *>(in) + from * bytes, bytes);
-    for (int d = rank - 1; d >= 0; --d) {
-      from += inStrides[d];
-      to += outStrides[d];
-      if (++index[d] < shape[d])
-        break;
-      from -= shape[d] * inStrides[d];
-      to -= shape[d] * outStrides[d];
-      index[d] = 0;
-    }
-  }
+  forEachOffsetPair(rank, shape, inStrides, outStrides,
+                    [&](int64_t from, int64_t to) {
+                      memcpy(static_cast<char *>(out) + to * bytes,
+                             static_cast<const char *>(in) + from * bytes,
+                             bytes);
+                    });
 }
