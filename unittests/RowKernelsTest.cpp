@@ -4,8 +4,9 @@
 // RowKernels.cuh) on host threads (CudaOnCpu.h) and checks them against
 // the exact results rounded once: layer norm of bf16 rows with f32 gains
 // and biases (a GPT's), RMS norm of f16 rows with f16 gains, f32 rows as
-// long as a row held in registers may be, the masked attention softmax,
-// and row sums, means and maxima (a NaN wins the maximum).
+// long as a row held in registers may be, the masked attention softmax, the
+// softmax of rows (a warp or a block each), and row sums, means and maxima
+// (a NaN wins the maximum).
 //
 //===----------------------------------------------------------------------===//
 
@@ -212,6 +213,55 @@ TEST(RowKernelsTest, AttentionSoftmaxMasksAndNormalises) {
       }
     }
   }
+}
+
+/// The most ulps of softmaxVecKernel<Dtype, Lanes, K> over `rows` rows of
+/// n elements against the exact softmax rounded once; row 1 holds a NaN,
+/// which must make its every output NaN and leave the other rows alone.
+template <int Dtype, int Lanes, int K>
+int64_t softmaxError(int64_t rows, int64_t n, unsigned blocks) {
+  std::vector<float> x = randomValues(Dtype, size_t(rows * n), 0.0f, 6);
+  for (float &v : x)
+    v = Buffer(Dtype, {4.0f * v}).at(0); // scores spread over e^±12
+  x[size_t(n + 3)] = std::numeric_limits<float>::quiet_NaN();
+  Buffer in(Dtype, x), out(Dtype, std::vector<float>(size_t(rows * n), -1.0f));
+  cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
+    softmaxVecKernel<Dtype, Lanes, K>(in.data(), out.data(), rows, n);
+  });
+  int64_t worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r == 1) {
+      for (int64_t j = 0; j < n; ++j)
+        EXPECT_TRUE(std::isnan(out.at(r * n + j))) << "column " << j;
+      continue;
+    }
+    double maximum = -INFINITY, total = 0.0;
+    for (int64_t j = 0; j < n; ++j)
+      maximum = std::max(maximum, double(x[size_t(r * n + j)]));
+    for (int64_t j = 0; j < n; ++j)
+      total += std::exp(double(x[size_t(r * n + j)]) - maximum);
+    for (int64_t j = 0; j < n; ++j) {
+      double p = std::exp(double(x[size_t(r * n + j)]) - maximum) / total;
+      if (Dtype == LOOMRT_F32) // f32: expf and the sums' order show
+        worst = std::max(worst, int64_t(std::fabs(out.at(r * n + j) - p) /
+                                        (1e-6 * p + 1e-9)));
+      else
+        worst = std::max(worst, ulps(Dtype, out.at(r * n + j), p));
+    }
+  }
+  return worst;
+}
+
+TEST(RowKernelsTest, SoftmaxRowsAWarpOrABlockEach) {
+  // bf16 rows of 200 packs: a warp each, 8 packs a lane (7 rows, fewer
+  // blocks than rows so that blocks take several); within 1 ulp of the
+  // exact softmax rounded once.
+  EXPECT_LE((softmaxError<LOOMRT_BF16, kWarpRow, 8>(7, 1600, 1)), 1);
+  // A warp each, one pack a lane, rows shorter than the warp.
+  EXPECT_LE((softmaxError<LOOMRT_BF16, kWarpRow, 1>(9, 96, 1)), 1);
+  // f32 rows as long as registers hold, a block each: within 1e-6 of each
+  // probability (plus 1e-9).
+  EXPECT_LE((softmaxError<LOOMRT_F32, kBlockRow, kRowPacks>(3, 4096, 2)), 4);
 }
 
 TEST(RowKernelsTest, RowSumsMeansAndMaxima) {

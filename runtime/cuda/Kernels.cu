@@ -1557,10 +1557,41 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
   check(cudaGetLastError(), "reduction");
 }
 
+template <int Dtype, int Lanes, int K>
+void launchSoftmaxRows(const void *in, void *out, int64_t rows, int64_t n) {
+  softmaxVecKernel<Dtype, Lanes, K>
+      <<<blocksFor(rows, kBlockRow / Lanes), kBlockRow, 0, device().stream>>>(
+          in, out, rows, n);
+}
+
+/// A warp per row while a row's packs fit 8 per lane, else a block per row
+/// (as the norms: launchNorm).
+template <int Dtype> struct LaunchSoftmax {
+  static void run(const void *in, void *out, int64_t rows, int64_t n) {
+    int64_t packs = n / Pack<Dtype>::N;
+    if (packs <= kWarpRow)
+      launchSoftmaxRows<Dtype, kWarpRow, 1>(in, out, rows, n);
+    else if (packs <= 2 * kWarpRow)
+      launchSoftmaxRows<Dtype, kWarpRow, 2>(in, out, rows, n);
+    else if (packs <= 4 * kWarpRow)
+      launchSoftmaxRows<Dtype, kWarpRow, 4>(in, out, rows, n);
+    else if (packs <= 8 * kWarpRow)
+      launchSoftmaxRows<Dtype, kWarpRow, 8>(in, out, rows, n);
+    else
+      launchSoftmaxRows<Dtype, kBlockRow, kRowPacks>(in, out, rows, n);
+  }
+};
+
 extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
                                int64_t outer, int64_t n, int64_t inner) {
-  softmaxKernel<<<blocksFor(outer * inner), 256, 0, device().stream>>>(
-      dtype, in, out, outer, n, inner);
+  // Over the last dimension, rows of whole packs: each row read once, in
+  // registers. Otherwise (another dimension, or rows of other lengths or
+  // longer than the registers hold) a thread per row.
+  if (inner == 1 && packable(dtype, n, true, {in, out}))
+    forFloatType<LaunchSoftmax>(dtype, in, out, outer, n);
+  else
+    softmaxKernel<<<blocksFor(outer * inner), 256, 0, device().stream>>>(
+        dtype, in, out, outer, n, inner);
   check(cudaGetLastError(), "softmax");
 }
 

@@ -230,6 +230,63 @@ __global__ void normVecKernel(const void *x, loomrt_rows xRows,
   }
 }
 
+/// loomrt_softmax over the last dimension: rows of n elements, each held in
+/// the registers of the `Lanes` threads that share it (K packs each), so
+/// that it is read once and written once, where softmaxKernel reads it
+/// three times with a thread per row. As there, the maximum ignores a NaN
+/// (fmaxf), whose exp then makes the row's sum and every output NaN.
+template <int Dtype, int Lanes, int K>
+__global__ void softmaxVecKernel(const void *in, void *out, int64_t rows,
+                                 int64_t n) {
+  constexpr int N = Pack<Dtype>::N;
+  __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
+  const int lane = int(threadIdx.x) % Lanes;
+  const int64_t rowsPerBlock = blockDim.x / Lanes;
+  int64_t packs = n / N;
+  for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
+       r += gridDim.x * rowsPerBlock) {
+    float v[K][N];
+    float maximum = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      int64_t p = lane + int64_t(k) * Lanes;
+      if (p < packs) {
+        loadPack<Dtype>(in, r * n + p * N, v[k]);
+        for (int i = 0; i < N; ++i)
+          maximum = fmaxf(maximum, v[k][i]);
+      }
+    }
+    if constexpr (Lanes == kWarpRow) {
+      for (int offset = 16; offset > 0; offset /= 2)
+        maximum =
+            fmaxf(maximum, __shfl_xor_sync(0xffffffffu, maximum, offset));
+    } else {
+      // blockReduce<true> keeps a NaN, which fmaxf above dropped: none is
+      // left to keep.
+      maximum = blockReduce<true>(maximum, shared);
+    }
+    float total = 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (lane + int64_t(k) * Lanes < packs)
+        for (int i = 0; i < N; ++i) {
+          v[k][i] = expf(v[k][i] - maximum);
+          total += v[k][i];
+        }
+    total = rowReduce<false, Lanes>(total, shared);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      int64_t p = lane + int64_t(k) * Lanes;
+      if (p >= packs)
+        continue;
+      float y[N];
+      for (int i = 0; i < N; ++i)
+        y[i] = v[k][i] / total;
+      storePack<Dtype>(out, r * n + p * N, y);
+    }
+  }
+}
+
 /// The attention softmax of attentionSoftmaxKernel, the row in registers.
 __global__ void attentionSoftmaxVecKernel(float *scores, int64_t rows,
                                           int64_t s, int64_t t, int causal) {

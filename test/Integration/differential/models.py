@@ -259,6 +259,17 @@ model SoftmaxDims(x: f32[B<dp>, S, D<tp>], t: f32[D<tp>, B<dp>])
 }
 """)
 
+# Softmax over the last dimension, whole on every rank: the CUDA backend's
+# row kernel (a warp per row of up to 256 packs, else a block per row).
+model("softmax-rows")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, N = 40, L = 1100
+model SoftmaxRows(x: f32[B<dp>, S<tp>, N], y: f32[B<dp>, L])
+    -> (a: f32[B<dp>, S<tp>, N], b: f32[B<dp>, L]) {
+  return softmax(x * 4), softmax(y * 4)
+}
+""")
+
 model("norms")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8
