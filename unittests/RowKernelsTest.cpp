@@ -226,7 +226,8 @@ int64_t softmaxError(int64_t rows, int64_t n, unsigned blocks) {
   x[size_t(n + 3)] = std::numeric_limits<float>::quiet_NaN();
   Buffer in(Dtype, x), out(Dtype, std::vector<float>(size_t(rows * n), -1.0f));
   cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
-    softmaxVecKernel<Dtype, Lanes, K>(in.data(), out.data(), rows, n);
+    softmaxVecKernel<Dtype, Lanes, K>(
+        in.data(), loomrt_consecutive_rows(rows, n), out.data(), rows, n);
   });
   int64_t worst = 0;
   for (int64_t r = 0; r < rows; ++r) {

@@ -206,6 +206,24 @@ private:
     return (prefix + Twine(nextId++)).str();
   }
 
+  /// The loomrt_rows argument of a row kernel (a norm, a softmax) that
+  /// reads `input`: "nullptr" for rows one after another, else a table of
+  /// a strided piece's rows (Views.h: rowsView); none where its layout has
+  /// no such rows.
+  std::optional<std::string> rowsArgument(Value input) {
+    if (isRowMajorInBuffer(input))
+      return std::string("nullptr");
+    std::optional<RowsView> view =
+        rowsView(tensorType(input).getShape(), stridesInBuffer(input));
+    if (!view)
+      return std::nullopt;
+    std::string table = fresh("kRows");
+    globalsOs << "static const loomrt_rows " << table << " = {" << view->group
+              << ", " << view->groupStride << ", " << view->rowStride
+              << "};\n";
+    return "&" + table;
+  }
+
   LogicalResult fail(Operation *op, const Twine &message) {
     return op->emitError() << "cannot generate "
                            << (target == Target::Cuda ? "CUDA" : "CPU")
@@ -1710,14 +1728,18 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return success();
   }
   if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    ArrayRef<int64_t> s = shape(softmax.getInput());
+    Value input = softmax.getInput();
+    ArrayRef<int64_t> s = shape(input);
     int64_t dim = softmax.getDim();
-    line() << "loomrt_softmax(" << dtype(softmax.getInput()) << ", "
-           << pointer(softmax.getInput()) << ", "
-           << pointer(softmax.getResult()) << ", "
+    // A strided piece only over its last dimension (Views.cpp).
+    std::optional<std::string> inputRows = rowsArgument(input);
+    if (!inputRows || (*inputRows != "nullptr" && dim + 1 != int64_t(s.size())))
+      return fail(op, "a softmax cannot read this operand's layout");
+    line() << "loomrt_softmax(" << dtype(input) << ", " << pointer(input)
+           << ", " << pointer(softmax.getResult()) << ", "
            << computeProduct(s.take_front(dim)) << ", " << s[dim] << ", "
-           << computeProduct(s.drop_front(dim + 1)) << "); // loom.softmax at "
-           << where() << "\n";
+           << computeProduct(s.drop_front(dim + 1)) << ", " << *inputRows
+           << "); // loom.softmax at " << where() << "\n";
     return success();
   }
   if (auto stats = dyn_cast<SoftmaxStatsOp>(op)) {
@@ -1737,25 +1759,15 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     int64_t rows = tensorType(input).getNumElements() / std::max<int64_t>(n, 1);
     double eps = rms ? cast<RMSNormOp>(op).getEps().convertToDouble()
                      : cast<LayerNormOp>(op).getEps().convertToDouble();
-    // A strided piece's rows (Views.h: rowsView); consecutive otherwise.
-    std::string inputRows = "nullptr";
-    if (!isRowMajorInBuffer(input)) {
-      std::optional<RowsView> view =
-          rowsView(shape(input), stridesInBuffer(input));
-      if (!view)
-        return fail(op, "a norm cannot read this operand's layout");
-      std::string table = fresh("kRows");
-      globalsOs << "static const loomrt_rows " << table << " = {" << view->group
-                << ", " << view->groupStride << ", " << view->rowStride
-                << "};\n";
-      inputRows = "&" + table;
-    }
+    std::optional<std::string> inputRows = rowsArgument(input);
+    if (!inputRows)
+      return fail(op, "a norm cannot read this operand's layout");
     line() << "loomrt_norm(" << dtype(input) << ", " << pointer(input) << ", "
            << dtype(scale) << ", " << pointer(scale) << ", "
            << (rms ? std::string("nullptr") : pointer(op->getOperand(2)))
            << ", " << pointer(op->getResult(0)) << ", " << rows << ", " << n
            << ", " << llvm::format("%.17g", eps) << ", " << (rms ? 1 : 0)
-           << ", " << inputRows << "); // " << op->getName() << " at "
+           << ", " << *inputRows << "); // " << op->getName() << " at "
            << where() << "\n";
     return success();
   }

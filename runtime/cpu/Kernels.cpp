@@ -577,13 +577,15 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
 }
 
 extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
-                               int64_t outer, int64_t n, int64_t inner) {
+                               int64_t outer, int64_t n, int64_t inner,
+                               const loomrt_rows *inRows) {
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * n * inner + i;
+      int64_t from = inRows ? loomrt_row_start(*inRows, o) : base;
       for (int64_t j = 0; j < n; ++j)
-        row[j] = load(dtype, in, base + j * inner);
+        row[j] = load(dtype, in, from + j * inner);
       float maximum;
       float total = expShiftedSum(row.data(), n, maximum);
       for (int64_t j = 0; j < n; ++j)

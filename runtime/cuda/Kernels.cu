@@ -1053,21 +1053,24 @@ __global__ void reduceKernel(int dtype, int reduction, const void *in,
   }
 }
 
+/// With inner 1, in's rows are where inRows says.
 __global__ void softmaxKernel(int dtype, const void *in, void *out,
-                              int64_t outer, int64_t n, int64_t inner) {
+                              int64_t outer, int64_t n, int64_t inner,
+                              loomrt_rows inRows) {
   int64_t rows = outer * inner;
   for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
     int64_t base = (r / inner) * n * inner + r % inner;
+    int64_t from = inner == 1 ? loomrt_row_start(inRows, r) : base;
     float maximum = -INFINITY;
     for (int64_t j = 0; j < n; ++j)
-      maximum = fmaxf(maximum, load(dtype, in, base + j * inner));
+      maximum = fmaxf(maximum, load(dtype, in, from + j * inner));
     float total = 0.0f;
     for (int64_t j = 0; j < n; ++j)
-      total += expf(load(dtype, in, base + j * inner) - maximum);
+      total += expf(load(dtype, in, from + j * inner) - maximum);
     for (int64_t j = 0; j < n; ++j)
       store(dtype, out, base + j * inner,
-            expf(load(dtype, in, base + j * inner) - maximum) / total);
+            expf(load(dtype, in, from + j * inner) - maximum) / total);
   }
 }
 
@@ -1192,6 +1195,13 @@ template <int Dtype> struct LaunchRowReduce {
         reduction, in, out, rows, n, scale);
   }
 };
+
+/// Whether rows that start where `rows` says keep 16-byte packs aligned
+/// (a pack being 4 f32 or 8 bf16/f16 elements).
+bool rowsKeepPacks(int dtype, const loomrt_rows &rows) {
+  int64_t perPack = dtype == LOOMRT_F32 ? 4 : 8;
+  return rows.row_stride % perPack == 0 && rows.group_stride % perPack == 0;
+}
 
 /// Whether a row kernel over rows of n elements of `dtype` at these
 /// pointers can use 16-byte packs (with rows held in registers when
@@ -1558,40 +1568,45 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
 }
 
 template <int Dtype, int Lanes, int K>
-void launchSoftmaxRows(const void *in, void *out, int64_t rows, int64_t n) {
+void launchSoftmaxRows(const void *in, loomrt_rows inRows, void *out,
+                       int64_t rows, int64_t n) {
   softmaxVecKernel<Dtype, Lanes, K>
       <<<blocksFor(rows, kBlockRow / Lanes), kBlockRow, 0, device().stream>>>(
-          in, out, rows, n);
+          in, inRows, out, rows, n);
 }
 
 /// A warp per row while a row's packs fit 8 per lane, else a block per row
 /// (as the norms: launchNorm).
 template <int Dtype> struct LaunchSoftmax {
-  static void run(const void *in, void *out, int64_t rows, int64_t n) {
+  static void run(const void *in, loomrt_rows inRows, void *out, int64_t rows,
+                  int64_t n) {
     int64_t packs = n / Pack<Dtype>::N;
     if (packs <= kWarpRow)
-      launchSoftmaxRows<Dtype, kWarpRow, 1>(in, out, rows, n);
+      launchSoftmaxRows<Dtype, kWarpRow, 1>(in, inRows, out, rows, n);
     else if (packs <= 2 * kWarpRow)
-      launchSoftmaxRows<Dtype, kWarpRow, 2>(in, out, rows, n);
+      launchSoftmaxRows<Dtype, kWarpRow, 2>(in, inRows, out, rows, n);
     else if (packs <= 4 * kWarpRow)
-      launchSoftmaxRows<Dtype, kWarpRow, 4>(in, out, rows, n);
+      launchSoftmaxRows<Dtype, kWarpRow, 4>(in, inRows, out, rows, n);
     else if (packs <= 8 * kWarpRow)
-      launchSoftmaxRows<Dtype, kWarpRow, 8>(in, out, rows, n);
+      launchSoftmaxRows<Dtype, kWarpRow, 8>(in, inRows, out, rows, n);
     else
-      launchSoftmaxRows<Dtype, kBlockRow, kRowPacks>(in, out, rows, n);
+      launchSoftmaxRows<Dtype, kBlockRow, kRowPacks>(in, inRows, out, rows, n);
   }
 };
 
 extern "C" void loomrt_softmax(int dtype, const void *in, void *out,
-                               int64_t outer, int64_t n, int64_t inner) {
+                               int64_t outer, int64_t n, int64_t inner,
+                               const loomrt_rows *inRows) {
+  loomrt_rows rows = inRows ? *inRows : loomrt_consecutive_rows(outer, n);
   // Over the last dimension, rows of whole packs: each row read once, in
   // registers. Otherwise (another dimension, or rows of other lengths or
   // longer than the registers hold) a thread per row.
-  if (inner == 1 && packable(dtype, n, true, {in, out}))
-    forFloatType<LaunchSoftmax>(dtype, in, out, outer, n);
+  if (inner == 1 && rowsKeepPacks(dtype, rows) &&
+      packable(dtype, n, true, {in, out}))
+    forFloatType<LaunchSoftmax>(dtype, in, rows, out, outer, n);
   else
     softmaxKernel<<<blocksFor(outer * inner), 256, 0, device().stream>>>(
-        dtype, in, out, outer, n, inner);
+        dtype, in, out, outer, n, inner, rows);
   check(cudaGetLastError(), "softmax");
 }
 
@@ -1638,9 +1653,7 @@ __global__ void addKernel(int dtype, const void *a, const void *b,
 /// registers where the packs allow, else the plain kernels (the sum made
 /// first, then normalised).
 void normOrAddNorm(int dtype, int scaleDtype, const NormArgs &a) {
-  int64_t perPack = dtype == LOOMRT_F32 ? 4 : 8;
-  if (normVecScales(dtype, scaleDtype) && a.xRows.row_stride % perPack == 0 &&
-      a.xRows.group_stride % perPack == 0 &&
+  if (normVecScales(dtype, scaleDtype) && rowsKeepPacks(dtype, a.xRows) &&
       packable(dtype, a.n, true,
                {a.x, a.addend, a.addendBias, a.sum, a.scale, a.bias, a.out})) {
     forFloatType<LaunchNorm>(dtype, scaleDtype, a);

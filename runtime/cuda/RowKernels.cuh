@@ -230,14 +230,15 @@ __global__ void normVecKernel(const void *x, loomrt_rows xRows,
   }
 }
 
-/// loomrt_softmax over the last dimension: rows of n elements, each held in
-/// the registers of the `Lanes` threads that share it (K packs each), so
+/// loomrt_softmax over the last dimension: rows of n elements (in's where
+/// inRows says, 16-byte aligned), each held in the registers of the
+/// `Lanes` threads that share it (K packs each), so
 /// that it is read once and written once, where softmaxKernel reads it
 /// three times with a thread per row. As there, the maximum ignores a NaN
 /// (fmaxf), whose exp then makes the row's sum and every output NaN.
 template <int Dtype, int Lanes, int K>
-__global__ void softmaxVecKernel(const void *in, void *out, int64_t rows,
-                                 int64_t n) {
+__global__ void softmaxVecKernel(const void *in, loomrt_rows inRows, void *out,
+                                 int64_t rows, int64_t n) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
   const int lane = int(threadIdx.x) % Lanes;
@@ -245,13 +246,14 @@ __global__ void softmaxVecKernel(const void *in, void *out, int64_t rows,
   int64_t packs = n / N;
   for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
        r += gridDim.x * rowsPerBlock) {
+    int64_t at = loomrt_row_start(inRows, r);
     float v[K][N];
     float maximum = -INFINITY;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       int64_t p = lane + int64_t(k) * Lanes;
       if (p < packs) {
-        loadPack<Dtype>(in, r * n + p * N, v[k]);
+        loadPack<Dtype>(in, at + p * N, v[k]);
         for (int i = 0; i < N; ++i)
           maximum = fmaxf(maximum, v[k][i]);
       }

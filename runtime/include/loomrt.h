@@ -241,15 +241,6 @@ int loomrt_contract_epilogue(loomrt_ctx *rt, const loomrt_contraction *c,
  * sum times `scale`). */
 void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank,
                    const int64_t *shape, uint32_t mask, double scale);
-/* Softmax over the middle dimension of [outer, n, inner]. */
-void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t n,
-                    int64_t inner);
-/* Over each of `rows` rows of n elements: max[r] = the row's maximum and
- * sum[r] = the sum of exp(x - max[r]), in f32 (loom.softmax_stats), reading
- * the row once. A row of -inf has sum NaN, or 0 when `partial` (a piece of
- * a row split over ranks). */
-void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
-                          int64_t rows, int64_t n, int partial);
 /* Where row r of a row kernel's input starts, in elements:
  * (r / group) * group_stride + (r % group) * row_stride, so that a strided
  * piece of another value (q's heads in a fused projection) is read in
@@ -257,6 +248,16 @@ void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
 typedef struct {
   int64_t group, group_stride, row_stride;
 } loomrt_rows;
+/* Softmax over the middle dimension of [outer, n, inner]; with in_rows
+ * (inner 1 only), in's rows where it says, out's one after another. */
+void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t n,
+                    int64_t inner, const loomrt_rows *in_rows);
+/* Over each of `rows` rows of n elements: max[r] = the row's maximum and
+ * sum[r] = the sum of exp(x - max[r]), in f32 (loom.softmax_stats), reading
+ * the row once. A row of -inf has sum NaN, or 0 when `partial` (a piece of
+ * a row split over ranks). */
+void loomrt_softmax_stats(int dtype, const void *in, void *max, void *sum,
+                          int64_t rows, int64_t n, int partial);
 /* Layer norm (or RMS norm when bias is null and rms is set) over the last n
  * elements of each of `rows` rows; x's rows where x_rows says (null: one
  * after another), out's one after another. */

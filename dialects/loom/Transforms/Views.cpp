@@ -369,6 +369,10 @@ static bool readsStrided(Operation *user, Value value,
     return user->getOperand(0) == value &&
            llvm::count(user->getOperands(), value) == 1 &&
            loom::rowsView(shape, strides);
+  // So does a softmax over the last dimension.
+  if (auto softmax = dyn_cast<loom::SoftmaxOp>(user))
+    return softmax.getDim() + 1 == int64_t(shape.size()) &&
+           loom::rowsView(shape, strides);
   if (isa<loom::AttentionOp>(user)) {
     loom::AttentionView view;
     return loom::attentionView(shape, strides, view);
@@ -426,8 +430,9 @@ StringRef loom::whyPartCopied(Operation *op) {
       if (!readsStrided(user, piece, computeStrides(inputShape)))
         return "its pieces are not contiguous runs of the input, and not "
                "every reader takes strides (element-wise ops, contractions, "
-               "concatenations, attention and norms do, and reshapes and "
-               "transposes that only they read)";
+               "concatenations, attention, norms and softmaxes over the last "
+               "dimension do, and reshapes and transposes that only they "
+               "read)";
   return StringRef();
 }
 
