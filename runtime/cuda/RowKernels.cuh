@@ -142,6 +142,15 @@ __device__ __forceinline__ float rowReduce(float value, float *shared) {
   }
 }
 
+/// The rows of a thread whose row `Lanes` threads share (a warp, or the
+/// block): the first, then every `step` on; `lane` is its place in the row.
+template <int Lanes> struct RowsOfThread {
+  int lane = int(threadIdx.x) % Lanes;
+  int64_t perBlock = blockDim.x / Lanes;
+  int64_t first = blockIdx.x * perBlock + threadIdx.x / Lanes;
+  int64_t step = gridDim.x * perBlock;
+};
+
 /// `value` rounded to Dtype (and widened back).
 template <int Dtype> __device__ __forceinline__ float roundTo(float value) {
   if constexpr (Dtype == LOOMRT_BF16)
@@ -169,11 +178,10 @@ __global__ void normVecKernel(const void *x, loomrt_rows xRows,
                               int rms) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
-  const int lane = int(threadIdx.x) % Lanes;
-  const int64_t rowsPerBlock = blockDim.x / Lanes;
+  const RowsOfThread<Lanes> mine;
+  const int lane = mine.lane;
   int64_t packs = n / N;
-  for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
-       r += gridDim.x * rowsPerBlock) {
+  for (int64_t r = mine.first; r < rows; r += mine.step) {
     int64_t at = loomrt_row_start(xRows, r);
     float v[K][N];
     float total = 0.0f;
@@ -241,11 +249,10 @@ __global__ void softmaxVecKernel(const void *in, loomrt_rows inRows, void *out,
                                  int64_t rows, int64_t n) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float shared[Lanes == kWarpRow ? 1 : kBlockRow];
-  const int lane = int(threadIdx.x) % Lanes;
-  const int64_t rowsPerBlock = blockDim.x / Lanes;
+  const RowsOfThread<Lanes> mine;
+  const int lane = mine.lane;
   int64_t packs = n / N;
-  for (int64_t r = blockIdx.x * rowsPerBlock + threadIdx.x / Lanes; r < rows;
-       r += gridDim.x * rowsPerBlock) {
+  for (int64_t r = mine.first; r < rows; r += mine.step) {
     int64_t at = loomrt_row_start(inRows, r);
     float v[K][N];
     float maximum = -INFINITY;
