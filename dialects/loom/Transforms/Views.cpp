@@ -371,7 +371,7 @@ static bool readsStrided(Operation *user, Value value,
            loom::rowsView(shape, strides);
   // So does a softmax over the last dimension.
   if (auto softmax = dyn_cast<loom::SoftmaxOp>(user))
-    return softmax.getDim() + 1 == int64_t(shape.size()) &&
+    return int64_t(softmax.getDim()) + 1 == int64_t(shape.size()) &&
            loom::rowsView(shape, strides);
   if (isa<loom::AttentionOp>(user)) {
     loom::AttentionView view;
