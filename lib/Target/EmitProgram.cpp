@@ -1732,8 +1732,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     ArrayRef<int64_t> s = shape(input);
     int64_t dim = softmax.getDim();
     // A strided piece only over its last dimension (Views.cpp).
-    std::optional<std::string> inputRows = rowsArgument(input);
-    if (!inputRows || (*inputRows != "nullptr" && dim + 1 != int64_t(s.size())))
+    std::optional<std::string> inputRows;
+    if (isRowMajorInBuffer(input) || dim + 1 == int64_t(s.size()))
+      inputRows = rowsArgument(input);
+    if (!inputRows)
       return fail(op, "a softmax cannot read this operand's layout");
     line() << "loomrt_softmax(" << dtype(input) << ", " << pointer(input)
            << ", " << pointer(softmax.getResult()) << ", "

@@ -4,8 +4,8 @@
 //
 // Where rows are 16-byte aligned and a whole number of 16-byte packs, the
 // row kernels read and write 8 bf16/f16 or 4 f32 elements at a time, and the
-// norm and the attention softmax keep the row in registers, so each element
-// is read once and written once.
+// norms, the softmax of a last dimension and the attention softmax keep the
+// row in registers, so each element is read once and written once.
 //
 // These kernels and the fused attention are the default since an H200 run
 // checked them (bench/gpu/run, 2026-11-30; docs/performance.md);
@@ -240,10 +240,11 @@ __global__ void normVecKernel(const void *x, loomrt_rows xRows,
 
 /// loomrt_softmax over the last dimension: rows of n elements (in's where
 /// inRows says, 16-byte aligned), each held in the registers of the
-/// `Lanes` threads that share it (K packs each), so
-/// that it is read once and written once, where softmaxKernel reads it
-/// three times with a thread per row. As there, the maximum ignores a NaN
-/// (fmaxf), whose exp then makes the row's sum and every output NaN.
+/// `Lanes` threads that share it (K packs each), so that it is read once
+/// and written once, where softmaxKernel reads it three times with a
+/// thread per row. A NaN in the row wins its maximum (softmaxKernel's
+/// fmaxf drops it, but its exp then makes the sum NaN): every output of
+/// the row is NaN either way.
 template <int Dtype, int Lanes, int K>
 __global__ void softmaxVecKernel(const void *in, loomrt_rows inRows, void *out,
                                  int64_t rows, int64_t n) {
@@ -262,18 +263,10 @@ __global__ void softmaxVecKernel(const void *in, loomrt_rows inRows, void *out,
       if (p < packs) {
         loadPack<Dtype>(in, at + p * N, v[k]);
         for (int i = 0; i < N; ++i)
-          maximum = fmaxf(maximum, v[k][i]);
+          maximum = maxKeepingNaN(maximum, v[k][i]);
       }
     }
-    if constexpr (Lanes == kWarpRow) {
-      for (int offset = 16; offset > 0; offset /= 2)
-        maximum =
-            fmaxf(maximum, __shfl_xor_sync(0xffffffffu, maximum, offset));
-    } else {
-      // blockReduce<true> keeps a NaN, which fmaxf above dropped: none is
-      // left to keep.
-      maximum = blockReduce<true>(maximum, shared);
-    }
+    maximum = rowReduce<true, Lanes>(maximum, shared);
     float total = 0.0f;
 #pragma unroll
     for (int k = 0; k < K; ++k)
