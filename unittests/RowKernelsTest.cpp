@@ -5,12 +5,15 @@
 // the exact results rounded once: layer norm of bf16 rows with f32 gains
 // and biases (a GPT's), RMS norm of f16 rows with f16 gains, f32 rows as
 // long as a row held in registers may be, the masked attention softmax, the
-// softmax of rows (a warp or a block each), and row sums, means and maxima
-// (a NaN wins the maximum).
+// softmax of rows (a warp or a block each), row sums, means and maxima (a
+// NaN wins the maximum) and a cross-entropy's losses (a warp or a block a
+// row each).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/emulation/CudaOnCpu.h"
+// atomicMin, which the cross-entropy's check of its targets takes.
+#include "runtime/emulation/CudaRuntimeOnCpu.h"
 
 #include "runtime/cuda/RowKernels.cuh"
 
@@ -265,17 +268,20 @@ TEST(RowKernelsTest, SoftmaxRowsAWarpOrABlockEach) {
   EXPECT_LE((softmaxError<LOOMRT_F32, kBlockRow, kRowPacks>(3, 4096, 2)), 4);
 }
 
-TEST(RowKernelsTest, RowSumsMeansAndMaxima) {
-  const int64_t rows = 3, n = 1000; // 125 packs of 8 bf16
+/// Checks rowReduceVecKernel<LOOMRT_BF16, Lanes> on `rows` rows of 1000
+/// elements (125 packs of 8 bf16) over `blocks` blocks: sums, means and
+/// maxima within 1 ulp of the exact ones rounded once; row 2 holds a NaN.
+template <int Lanes> void checkRowReductions(int64_t rows, unsigned blocks) {
+  const int64_t n = 1000;
   std::vector<float> x = randomValues(LOOMRT_BF16, size_t(rows * n), 0, 5);
   x[size_t(2 * n + 17)] = std::numeric_limits<float>::quiet_NaN();
   Buffer in(LOOMRT_BF16, x);
   for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
     Buffer out(LOOMRT_BF16, std::vector<float>(size_t(rows), -1.0f));
     float scale = reduction == LOOMRT_SUM ? 1.0f / float(n) : 1.0f; // a mean
-    cuda_on_cpu::launch({2, 1, 1}, 256, 0, [&] {
-      rowReduceVecKernel<LOOMRT_BF16>(reduction, in.data(), out.data(), rows, n,
-                                      scale);
+    cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
+      rowReduceVecKernel<LOOMRT_BF16, Lanes>(reduction, in.data(), out.data(),
+                                             rows, n, scale);
     });
     for (int64_t r = 0; r < rows; ++r) {
       double exact = reduction == LOOMRT_SUM ? 0.0 : -INFINITY;
@@ -292,9 +298,72 @@ TEST(RowKernelsTest, RowSumsMeansAndMaxima) {
         continue;
       }
       EXPECT_LE(ulps(LOOMRT_BF16, out.at(r), exact * scale), 1)
-          << "row " << r << ", reduction " << reduction;
+          << "row " << r << ", reduction " << reduction << ", lanes " << Lanes;
     }
   }
+}
+
+TEST(RowKernelsTest, RowSumsMeansAndMaxima) {
+  checkRowReductions<kBlockRow>(3, 2); // a block a row, blocks taking two
+  checkRowReductions<kWarpRow>(11, 1); // a warp a row, 8 warps for 11 rows
+}
+
+/// The worst error of crossEntropyRowsKernel<Dtype, Lanes> over `rows`
+/// rows of `vocab` logits against the exact losses, in millionths of
+/// (|loss| + 1). Row 1 holds a NaN, whose loss must be NaN; row 2's target
+/// is outside the vocabulary, which must leave its loss 0 and set the
+/// kernel's flag to 3 (its row + 1), the first bad row.
+template <int Dtype, int Lanes>
+int64_t crossEntropyError(int64_t rows, int64_t vocab, bool packs,
+                          unsigned blocks) {
+  std::vector<float> x = randomValues(Dtype, size_t(rows * vocab), 0.0f, 7);
+  for (float &v : x)
+    v = Buffer(Dtype, {3.0f * v}).at(0);
+  x[size_t(vocab + 5)] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<int32_t> targets(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    targets[size_t(r)] = int32_t((r * 7919 + 13) % vocab);
+  targets[2] = int32_t(vocab);
+  Buffer in(Dtype, x);
+  std::vector<float> losses(size_t(rows), -1.0f);
+  unsigned long long bad = ~0ull;
+  cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
+    crossEntropyRowsKernel<Dtype, Lanes>(in.data(), rows, vocab, packs,
+                                         LOOMRT_I32, targets.data(),
+                                         losses.data(), &bad);
+  });
+  EXPECT_EQ(bad, 3u);
+  int64_t worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r == 1) {
+      EXPECT_TRUE(std::isnan(losses[size_t(r)]));
+      continue;
+    }
+    if (r == 2) {
+      EXPECT_EQ(losses[size_t(r)], 0.0f);
+      continue;
+    }
+    double maximum = -INFINITY, total = 0.0;
+    for (int64_t j = 0; j < vocab; ++j)
+      maximum = std::max(maximum, double(x[size_t(r * vocab + j)]));
+    for (int64_t j = 0; j < vocab; ++j)
+      total += std::exp(double(x[size_t(r * vocab + j)]) - maximum);
+    double loss =
+        maximum + std::log(total) - x[size_t(r * vocab + targets[size_t(r)])];
+    worst = std::max(worst, int64_t(std::fabs(losses[size_t(r)] - loss) /
+                                    (1e-6 * (std::fabs(loss) + 1))));
+  }
+  return worst;
+}
+
+TEST(RowKernelsTest, CrossEntropyRowsAWarpOrABlockEach) {
+  // bf16 rows of 125 packs, a warp each (11 rows for one block's 8 warps);
+  // f16 rows of 12 packs, fewer than a warp's lanes; f32 rows that are not
+  // whole packs, read an element at a time, a block each. Within 4
+  // millionths of |loss| + 1 (f32 sums, the exps' last bits).
+  EXPECT_LE((crossEntropyError<LOOMRT_BF16, kWarpRow>(11, 1000, true, 1)), 4);
+  EXPECT_LE((crossEntropyError<LOOMRT_F16, kWarpRow>(4, 96, true, 1)), 4);
+  EXPECT_LE((crossEntropyError<LOOMRT_F32, kBlockRow>(5, 1001, false, 2)), 4);
 }
 
 TEST(RowKernelsTest, MisalignedPacksStopTheEmulation) {
@@ -304,7 +373,7 @@ TEST(RowKernelsTest, MisalignedPacksStopTheEmulation) {
   std::vector<float> out(8, 0.0f);
   EXPECT_DEATH(cuda_on_cpu::launch({1, 1, 1}, 256, 0,
                                    [&] {
-                                     rowReduceVecKernel<LOOMRT_F32>(
+                                     rowReduceVecKernel<LOOMRT_F32, kBlockRow>(
                                          LOOMRT_SUM,
                                          static_cast<float *>(in.data()) + 1,
                                          out.data(), 2, 8, 1.0f);

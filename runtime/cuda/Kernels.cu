@@ -1191,8 +1191,14 @@ template <int Dtype> struct LaunchNorm {
 template <int Dtype> struct LaunchRowReduce {
   static void run(int reduction, const void *in, void *out, int64_t rows,
                   int64_t n, float scale) {
-    rowReduceVecKernel<Dtype><<<blocksFor(rows, 1), 256, 0, device().stream>>>(
-        reduction, in, out, rows, n, scale);
+    if (warpPerRow(rows))
+      rowReduceVecKernel<Dtype, kWarpRow>
+          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
+             device().stream>>>(reduction, in, out, rows, n, scale);
+    else
+      rowReduceVecKernel<Dtype, kBlockRow>
+          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
+              reduction, in, out, rows, n, scale);
   }
 };
 
@@ -1262,100 +1268,6 @@ __global__ void embeddingPackKernel(int idsDtype, const void *ids,
   }
 }
 
-/// The statistics of the whole block, merged in a tree (blockDim.x a power
-/// of 2, at most 256), in every thread.
-__device__ SoftmaxStats blockStats(SoftmaxStats stats, float *sharedMax,
-                                   float *sharedSum) {
-  int t = threadIdx.x;
-  sharedMax[t] = stats.max;
-  sharedSum[t] = stats.sum;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (t < half) {
-      SoftmaxStats mine = {sharedMax[t], sharedSum[t]};
-      mergeStats(mine, {sharedMax[t + half], sharedSum[t + half]});
-      sharedMax[t] = mine.max;
-      sharedSum[t] = mine.sum;
-    }
-    __syncthreads();
-  }
-  SoftmaxStats block = {sharedMax[0], sharedSum[0]};
-  __syncthreads();
-  return block;
-}
-
-/// This thread's share of the row of n elements at `start`, shared by
-/// `lanes` threads of which it is `lane`: every lanes-th element, loaded
-/// one at a time.
-__device__ SoftmaxStats threadRowStats(int dtype, const void *base,
-                                       int64_t start, int64_t n, int lane,
-                                       int lanes) {
-  SoftmaxStats stats = emptyStats();
-  for (int64_t j = lane; j < n; j += lanes) {
-    float x = load(dtype, base, start + j);
-    raiseMax(stats, x);
-    addShifted(stats, x);
-  }
-  return stats;
-}
-
-/// The statistics of the row of n elements at `start`, over the `Lanes`
-/// threads that share it (RowKernels.cuh): each thread's elements online
-/// (whole 16-byte packs at a time with `packs`), then merged by shuffles
-/// within a warp or in a tree over the block.
-template <int Dtype, int Lanes>
-__device__ SoftmaxStats rowStats(const void *in, int64_t start, int64_t n,
-                                 bool packs, float *sharedMax,
-                                 float *sharedSum) {
-  constexpr int N = Pack<Dtype>::N;
-  const int lane = int(threadIdx.x) % Lanes;
-  SoftmaxStats stats = emptyStats();
-  if (packs) {
-    // As the CPU's chunks (loomrt_softmax_stats): a pack's maximum, one
-    // rescale, then its exps. A cross-entropy's logits pass through here
-    // (GPT-2 small: 412 million a step), so the exps are the special
-    // function unit's (statsExp) and the tests sit outside the loop over
-    // the pack: about 11 SASS instructions an element where expf and a test
-    // per element took about 24 (bench/gpu/sass).
-    for (int64_t p = lane; p < n / N; p += Lanes) {
-      float v[N];
-      loadPack<Dtype>(in, start + p * N, v);
-      float packMax = v[0];
-      for (int i = 1; i < N; ++i)
-        packMax = maxKeepingNaN(packMax, v[i]);
-      raiseMax(stats, packMax);
-      if (isnan(stats.max) || stats.max == -INFINITY)
-        continue; // NaN stays; only -inf so far adds nothing
-      float packSum = 0.0f;
-      for (int i = 0; i < N; ++i)
-        packSum += statsExp(v[i] - stats.max);
-      stats.sum += packSum;
-    }
-  } else {
-    stats = threadRowStats(Dtype, in, start, n, lane, Lanes);
-  }
-  if constexpr (Lanes == kWarpRow) {
-    for (int offset = 16; offset > 0; offset /= 2)
-      mergeStats(stats, {__shfl_xor_sync(0xffffffffu, stats.max, offset),
-                         __shfl_xor_sync(0xffffffffu, stats.sum, offset)});
-    return stats;
-  } else {
-    return blockStats(stats, sharedMax, sharedSum);
-  }
-}
-
-/// Rows for the `Lanes` threads of each row group: `r` walks them.
-template <int Lanes> struct RowWalk {
-  int64_t r, step;
-  __device__ RowWalk()
-      : r(blockIdx.x * int64_t(blockDim.x / Lanes) + threadIdx.x / Lanes),
-        step(int64_t(gridDim.x) * (blockDim.x / Lanes)) {}
-};
-
-/// A warp per row once there are rows enough to fill the GPU with warps
-/// (132 SMs x 8); fewer, long rows get a block each.
-bool warpPerRow(int64_t rows) { return rows >= 1024; }
-
 /// Each row's maximum and sum of exp(x - max) (loom.softmax_stats): each
 /// row's threads take its elements online (whole 16-byte packs at a time
 /// with `packs`), then merge their statistics.
@@ -1364,39 +1276,13 @@ __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
                                    int64_t rows, int64_t n, bool packs,
                                    bool partial) {
   __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
-  for (RowWalk<Lanes> w; w.r < rows; w.r += w.step) {
-    int64_t r = w.r;
+  RowsOfThread<Lanes> thread;
+  for (int64_t r = thread.first; r < rows; r += thread.step) {
     SoftmaxStats stats =
         rowStats<Dtype, Lanes>(in, r * n, n, packs, sharedMax, sharedSum);
-    if (threadIdx.x % Lanes == 0) {
+    if (thread.lane == 0) {
       max[r] = stats.max;
       sum[r] = partial ? stats.sum : finalSum(stats, n);
-    }
-  }
-}
-
-/// Each row: logsumexp - the target logit into losses[row], the row read
-/// once (its maximum and sum of exp online); a bad target sets *bad to its
-/// position + 1.
-__global__ void crossEntropyKernel(int dtype, const void *logits, int64_t count,
-                                   int64_t vocab, int targetsDtype,
-                                   const void *targets, float *losses,
-                                   unsigned long long *bad) {
-  __shared__ float sharedMax[256], sharedSum[256];
-  for (int64_t r = blockIdx.x; r < count; r += gridDim.x) {
-    int64_t target = loadInt(targetsDtype, targets, r);
-    SoftmaxStats stats = blockStats(
-        threadRowStats(dtype, logits, r * vocab, vocab, threadIdx.x,
-                       blockDim.x),
-        sharedMax, sharedSum);
-    if (threadIdx.x == 0) {
-      if (target < 0 || target >= vocab) {
-        atomicMin(bad, (unsigned long long)(r + 1));
-        losses[r] = 0.0f;
-      } else {
-        losses[r] = stats.max + logf(finalSum(stats, vocab)) -
-                    load(dtype, logits, r * vocab + target);
-      }
     }
   }
 }
@@ -1947,11 +1833,11 @@ __global__ void logitsBlockKernel(const void *logits, int64_t rows,
                                   float *max, float *sum, float *picked,
                                   unsigned long long *bad) {
   __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
-  for (RowWalk<Lanes> w; w.r < rows; w.r += w.step) {
-    int64_t r = w.r;
+  RowsOfThread<Lanes> thread;
+  for (int64_t r = thread.first; r < rows; r += thread.step) {
     SoftmaxStats stats = rowStats<Dtype, Lanes>(logits, r * count, count,
                                                 packs, sharedMax, sharedSum);
-    if (threadIdx.x % Lanes == 0) {
+    if (thread.lane == 0) {
       int64_t target = loadInt(targetsDtype, targets, r);
       if (start == 0 && (target < 0 || target >= vocabTotal))
         atomicMin(bad, (unsigned long long)(r + 1));
@@ -2048,6 +1934,22 @@ extern "C" void loomrt_logits_stats(loomrt_ctx *rt, const char *site,
   }
 }
 
+template <int Dtype> struct LaunchCrossEntropy {
+  static void run(const void *logits, int64_t rows, int64_t vocab, bool packs,
+                  int targetsDtype, const void *targets, float *losses,
+                  unsigned long long *bad) {
+    if (warpPerRow(rows))
+      crossEntropyRowsKernel<Dtype, kWarpRow>
+          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
+             device().stream>>>(logits, rows, vocab, packs, targetsDtype,
+                                targets, losses, bad);
+    else
+      crossEntropyRowsKernel<Dtype, kBlockRow>
+          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
+              logits, rows, vocab, packs, targetsDtype, targets, losses, bad);
+  }
+};
+
 extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,
                                      int dtype, const void *logits,
                                      int64_t count, int64_t vocab,
@@ -2057,8 +1959,9 @@ extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,
   float *losses =
       static_cast<float *>(scratch(3, size_t(std::max<int64_t>(count, 1)) * 4));
   unsigned long long *flag = badFlag();
-  crossEntropyKernel<<<blocksFor(count, 1), 256, 0, stream>>>(
-      dtype, logits, count, vocab, targetsDtype, targets, losses, flag);
+  forFloatType<LaunchCrossEntropy>(dtype, logits, count, vocab,
+                                   packable(dtype, vocab, false, {logits}),
+                                   targetsDtype, targets, losses, flag);
   check(cudaGetLastError(), "cross-entropy");
   checkTargets(rt, site, flag, targets, targetsDtype, vocab);
   // The mean over rows: one block sums the per-row losses.

@@ -5,7 +5,9 @@
 // Where rows are 16-byte aligned and a whole number of 16-byte packs, the
 // row kernels read and write 8 bf16/f16 or 4 f32 elements at a time, and the
 // norms, the softmax of a last dimension and the attention softmax keep the
-// row in registers, so each element is read once and written once.
+// row in registers, so each element is read once and written once; row
+// sums, means and maxima and a cross-entropy's losses stream their rows
+// once. A row is a warp's where rows are many, else a block's.
 //
 // These kernels and the fused attention are the default since an H200 run
 // checked them (bench/gpu/run, 2026-11-30; docs/performance.md);
@@ -20,6 +22,7 @@
 
 #include "loomrt.h"
 #include "runtime/Elements.h"
+#include "runtime/SoftmaxStats.h"
 #include "runtime/cuda/Packs.cuh"
 
 #include <cstdint>
@@ -126,6 +129,10 @@ constexpr bool normVecScales(int dtype, int scaleDtype) {
 /// so short rows (a GPT's 768 elements: 96 packs) are not left to 96 of a
 /// block's 256 threads and 16 barriers each.
 constexpr int kWarpRow = 32, kBlockRow = 256;
+
+/// A warp per row once there are rows enough to fill the GPU with warps
+/// (132 SMs x 8); fewer, long rows get a block each.
+inline bool warpPerRow(int64_t rows) { return rows >= 1024; }
 
 /// Sum or maximum (a NaN wins) over the `Lanes` threads sharing a row, in
 /// each of them: by shuffles within a warp, or blockReduce over the block.
@@ -335,25 +342,137 @@ __global__ void attentionSoftmaxVecKernel(float *scores, int64_t rows,
   }
 }
 
-/// rowReduceKernel streaming 16-byte packs (rows of any length).
-template <int Dtype>
+/// rowReduceKernel streaming 16-byte packs, each row's packs over the
+/// `Lanes` threads that share it (rows of any length).
+template <int Dtype, int Lanes>
 __global__ void rowReduceVecKernel(int reduction, const void *in, void *out,
                                    int64_t rows, int64_t n, float scale) {
   constexpr int N = Pack<Dtype>::N;
-  __shared__ float shared[256];
-  int64_t packs = n / N;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+  __shared__ float shared[kBlockRow];
+  const int64_t packs = n / N;
+  RowsOfThread<Lanes> thread;
+  for (int64_t r = thread.first; r < rows; r += thread.step) {
     float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
-    for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
+    for (int64_t p = thread.lane; p < packs; p += Lanes) {
       float v[N];
       loadPack<Dtype>(in, r * n + p * N, v);
       for (int i = 0; i < N; ++i)
         acc = reduction == LOOMRT_MAX ? maxKeepingNaN(acc, v[i]) : acc + v[i];
     }
-    float total = reduction == LOOMRT_MAX ? blockReduce<true>(acc, shared)
-                                          : blockReduce<false>(acc, shared);
-    if (threadIdx.x == 0)
+    float total = reduction == LOOMRT_MAX ? rowReduce<true, Lanes>(acc, shared)
+                                          : rowReduce<false, Lanes>(acc, shared);
+    if (thread.lane == 0)
       store(Dtype, out, r, reduction == LOOMRT_MAX ? total : total * scale);
+  }
+}
+
+/// The statistics of the whole block, merged in a tree (blockDim.x a power
+/// of 2, at most 256), in every thread.
+__device__ SoftmaxStats blockStats(SoftmaxStats stats, float *sharedMax,
+                                   float *sharedSum) {
+  int t = threadIdx.x;
+  sharedMax[t] = stats.max;
+  sharedSum[t] = stats.sum;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half) {
+      SoftmaxStats mine = {sharedMax[t], sharedSum[t]};
+      mergeStats(mine, {sharedMax[t + half], sharedSum[t + half]});
+      sharedMax[t] = mine.max;
+      sharedSum[t] = mine.sum;
+    }
+    __syncthreads();
+  }
+  SoftmaxStats block = {sharedMax[0], sharedSum[0]};
+  __syncthreads();
+  return block;
+}
+
+/// This thread's share of the row of n elements at `start`, shared by
+/// `lanes` threads of which it is `lane`: every lanes-th element, loaded
+/// one at a time.
+__device__ SoftmaxStats threadRowStats(int dtype, const void *base,
+                                       int64_t start, int64_t n, int lane,
+                                       int lanes) {
+  SoftmaxStats stats = emptyStats();
+  for (int64_t j = lane; j < n; j += lanes) {
+    float x = load(dtype, base, start + j);
+    raiseMax(stats, x);
+    addShifted(stats, x);
+  }
+  return stats;
+}
+
+/// The statistics of the row of n elements at `start`, over the `Lanes`
+/// threads that share it: each thread's elements online
+/// (whole 16-byte packs at a time with `packs`), then merged by shuffles
+/// within a warp or in a tree over the block.
+template <int Dtype, int Lanes>
+__device__ SoftmaxStats rowStats(const void *in, int64_t start, int64_t n,
+                                 bool packs, float *sharedMax,
+                                 float *sharedSum) {
+  constexpr int N = Pack<Dtype>::N;
+  const int lane = int(threadIdx.x) % Lanes;
+  SoftmaxStats stats = emptyStats();
+  if (packs) {
+    // As the CPU's chunks (loomrt_softmax_stats): a pack's maximum, one
+    // rescale, then its exps. A cross-entropy's logits pass through here
+    // (GPT-2 small: 412 million a step), so the exps are the special
+    // function unit's (statsExp) and the tests sit outside the loop over
+    // the pack: about 11 SASS instructions an element where expf and a test
+    // per element took about 24 (bench/gpu/sass).
+    for (int64_t p = lane; p < n / N; p += Lanes) {
+      float v[N];
+      loadPack<Dtype>(in, start + p * N, v);
+      float packMax = v[0];
+      for (int i = 1; i < N; ++i)
+        packMax = maxKeepingNaN(packMax, v[i]);
+      raiseMax(stats, packMax);
+      if (isnan(stats.max) || stats.max == -INFINITY)
+        continue; // NaN stays; only -inf so far adds nothing
+      float packSum = 0.0f;
+      for (int i = 0; i < N; ++i)
+        packSum += statsExp(v[i] - stats.max);
+      stats.sum += packSum;
+    }
+  } else {
+    stats = threadRowStats(Dtype, in, start, n, lane, Lanes);
+  }
+  if constexpr (Lanes == kWarpRow) {
+    for (int offset = 16; offset > 0; offset /= 2)
+      mergeStats(stats, {__shfl_xor_sync(0xffffffffu, stats.max, offset),
+                         __shfl_xor_sync(0xffffffffu, stats.sum, offset)});
+    return stats;
+  } else {
+    return blockStats(stats, sharedMax, sharedSum);
+  }
+}
+
+/// Each row's loss (loom.cross_entropy before its mean): the logsumexp of
+/// the row's `vocab` logits less its target's logit, the row read once by
+/// the `Lanes` threads that share it (rowStats). A target outside the
+/// vocabulary lowers *bad to its row + 1 and leaves a loss of 0.
+template <int Dtype, int Lanes>
+__global__ void crossEntropyRowsKernel(const void *logits, int64_t rows,
+                                       int64_t vocab, bool packs,
+                                       int targetsDtype, const void *targets,
+                                       float *losses,
+                                       unsigned long long *bad) {
+  __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
+  RowsOfThread<Lanes> thread;
+  for (int64_t r = thread.first; r < rows; r += thread.step) {
+    SoftmaxStats stats = rowStats<Dtype, Lanes>(logits, r * vocab, vocab,
+                                                packs, sharedMax, sharedSum);
+    if (thread.lane != 0)
+      continue;
+    int64_t target = loadInt(targetsDtype, targets, r);
+    if (target < 0 || target >= vocab) {
+      atomicMin(bad, (unsigned long long)(r + 1));
+      losses[r] = 0.0f;
+    } else {
+      losses[r] = stats.max + logf(finalSum(stats, vocab)) -
+                  load(Dtype, logits, r * vocab + target);
+    }
   }
 }
 
