@@ -117,6 +117,9 @@ struct loomrt_ctx {
   /// The mesh axes that each outstanding future's collectives communicate
   /// over.
   std::map<int, std::set<int>> startedAxes;
+  /// Each outstanding future's first collective as messages name it, and
+  /// how many it started: what a fault in its wait was waiting for.
+  std::map<int, std::pair<std::string, int>> startedCollectives;
   std::map<int, std::vector<std::function<void()>>> afterWait;
 };
 
@@ -460,6 +463,7 @@ struct TestFault {
     kNever,
     kKernel,
     kCollective,
+    kWait,
     kAfterSteps,
     kStart,
     kRunning,
@@ -488,6 +492,7 @@ struct TestFault {
     char word[8] = {};
     if (sscanf(text, "%d:%7[a-z]", &fault.rank, word) == 2) {
       fault.when = !strcmp(word, "after")     ? kAfterSteps
+                   : !strcmp(word, "wait")    ? kWait
                    : !strcmp(word, "start")   ? kStart
                    : !strcmp(word, "running") ? kRunning
                    : !strcmp(word, "finish")  ? kFinish
@@ -518,6 +523,7 @@ void testFault(loomrt_ctx *rt, int kernel, long collective) {
   if ((fault.when == TestFault::kKernel && kernel >= 0 &&
        kernel + 1 == fault.number) ||
       (fault.when == TestFault::kAfterSteps && kernel == -2) ||
+      (fault.when == TestFault::kWait && kernel == -3) ||
       (fault.when == TestFault::kCollective && collective >= 0 &&
        collective == fault.number))
     fault.happen();
@@ -563,8 +569,12 @@ public:
     what = format("collective #%llu %s (%s)", (unsigned long long)rt->sequence,
                   kind.c_str(), site);
     rt->openCollective = &what;
-    if (rt->startedFuture >= 0)
+    if (rt->startedFuture >= 0) {
       rt->startedAxes[rt->startedFuture].insert(axes, axes + numAxes);
+      auto &[first, count] = rt->startedCollectives[rt->startedFuture];
+      if (!count++)
+        first = what;
+    }
     testFault(rt, -1, long(rt->sequence++));
     if (!rt->profiling)
       return;
@@ -709,6 +719,7 @@ extern "C" void loomrt_start_begin(loomrt_ctx *rt, int future) {
              5);
   rt->startedFuture = future;
   rt->startedAxes[future].clear();
+  rt->startedCollectives.erase(future);
   if (deviceOps().beginStarted)
     deviceOps().beginStarted();
 }
@@ -730,6 +741,16 @@ extern "C" void loomrt_wait(loomrt_ctx *rt, int future) {
     abortJob(rt, format("loomrt_wait(%d): that future is not started", future),
              5);
   rt->startedAxes.erase(future);
+  // Most of a started collective's progress happens here: a fault in it
+  // names what it waited for.
+  auto &[first, count] = rt->startedCollectives[future];
+  std::string waiting =
+      "the wait for " +
+      (count ? first : std::string("a future without collectives")) +
+      (count > 1 ? format(" and %d more", count - 1) : std::string());
+  rt->startedCollectives.erase(future);
+  rt->openCollective = &waiting;
+  testFault(rt, -3, -1);
   rt->transport->waitStarted(rt, future);
   auto after = rt->afterWait.find(future);
   if (after != rt->afterWait.end()) {
@@ -739,6 +760,7 @@ extern "C" void loomrt_wait(loomrt_ctx *rt, int future) {
   }
   if (deviceOps().waitStarted)
     deviceOps().waitStarted(future);
+  rt->openCollective = nullptr;
 }
 
 extern "C" void loomrt_all_reduce(loomrt_ctx *rt, const char *site,
@@ -2167,8 +2189,10 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
           "separate processes; run all %lld ranks on one GPU with --loopback",
           device.name, (long long)meshRanks));
   }
+  // Before the phase turns: a fault in its MPI calls is the start's.
+  int local = localIndex();
   processPhase = ProcessPhase::kRunning;
-  return finish(runRank(model, transport, processRank, processes, localIndex(),
+  return finish(runRank(model, transport, processRank, processes, local,
                         options, argv[0]));
 }
 
