@@ -120,6 +120,19 @@ struct loomrt_ctx {
   /// Each outstanding future's first collective as messages name it, and
   /// how many it started: what a fault in its wait was waiting for.
   std::map<int, std::pair<std::string, int>> startedCollectives;
+  /// LOOMRT_CHECK_STARTED=1 (StartedChecker): each started collective's
+  /// input as it started, its result (kept aside until the wait) and where
+  /// both lie in the arena; and whether one is being run at once, as the
+  /// checker runs them (startedFuture() then says none is started).
+  struct StartedCheck {
+    std::string what;
+    const char *in;
+    std::vector<char> input;
+    char *out;
+    std::vector<char> result;
+  };
+  std::map<int, std::vector<StartedCheck>> startedChecks;
+  bool runningStartedAtOnce = false;
   std::map<int, std::vector<std::function<void()>>> afterWait;
 };
 
@@ -260,7 +273,17 @@ int loomrt::axisNeighbour(const loomrt_ctx *rt, int axis, int64_t offset) {
   return int(((rt->coords[size_t(axis)] + offset) % size + size) % size);
 }
 
-int loomrt::startedFuture(const loomrt_ctx *rt) { return rt->startedFuture; }
+/// Whether StartedChecker checks the started collectives (the CPU backend
+/// under LOOMRT_CHECK_STARTED=1).
+static bool checkingStarted() {
+  static const bool on =
+      envSwitch("LOOMRT_CHECK_STARTED", false) && deviceOps().hostMemory;
+  return on;
+}
+
+int loomrt::startedFuture(const loomrt_ctx *rt) {
+  return rt->runningStartedAtOnce ? -1 : rt->startedFuture;
+}
 
 int64_t loomrt::groupSize(const loomrt_ctx *rt, const int *axes, int numAxes) {
   int64_t n = 1;
@@ -464,6 +487,7 @@ struct TestFault {
     kKernel,
     kCollective,
     kWait,
+    kClobber,
     kAfterSteps,
     kStart,
     kRunning,
@@ -493,6 +517,7 @@ struct TestFault {
     if (sscanf(text, "%d:%7[a-z]", &fault.rank, word) == 2) {
       fault.when = !strcmp(word, "after")     ? kAfterSteps
                    : !strcmp(word, "wait")    ? kWait
+                   : !strcmp(word, "clobber") ? kClobber
                    : !strcmp(word, "start")   ? kStart
                    : !strcmp(word, "running") ? kRunning
                    : !strcmp(word, "finish")  ? kFinish
@@ -873,11 +898,31 @@ extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
     rt->transport->reduceScatter(rt, c.what, axes, numAxes, dtype, reduction,
                                  packed, result, 1, units);
   std::vector<loomrt_member> table(members, members + numMembers);
-  auto unpack = [&ops, kind, n, total, table, start, result, owned] {
+  auto memberBytes = [kind, n](const loomrt_member &m) {
+    return size_t(m.outer * m.chunk) * elementBytes(m.dtype) *
+           size_t(kind == LOOMRT_ALL_GATHER ? n : 1);
+  };
+  // LOOMRT_CHECK_STARTED (StartedChecker): the members' results, which the
+  // wait writes, hold 0xff until then, and the wait checks that they do.
+  bool poisoned = deferred && checkingStarted();
+  if (poisoned)
+    for (const loomrt_member &m : table)
+      memset(m.out, 0xff, memberBytes(m));
+  auto unpack = [&ops, kind, n, total, table, start, result, owned, poisoned,
+                 memberBytes, rt, what = c.what] {
     for (size_t i = 0; i < table.size(); ++i) {
       const loomrt_member &m = table[i];
       size_t row = size_t(m.chunk) * elementBytes(m.dtype),
              piece = size_t(m.outer) * row;
+      const char *place = static_cast<const char *>(m.out);
+      if (poisoned && std::any_of(place, place + memberBytes(m),
+                                  [](char b) { return b != char(0xff); }))
+        abortJob(rt,
+                 format("%s: the result of its member %zu changed between "
+                        "its start and its wait (LOOMRT_CHECK_STARTED): an "
+                        "op the plan runs in between wrote it",
+                        what.c_str(), i),
+                 5);
       if (kind == LOOMRT_ALL_GATHER) // [n][total] -> [outer][n][chunk]
         for (int64_t p = 0; p < n; ++p)
           ops.copy2d(static_cast<char *>(m.out) + size_t(p) * row,
@@ -1205,6 +1250,12 @@ const char *kUsage =
     "                           of its memory, at least 96 MiB)\n"
     "  LOOMRT_PACK_GEMMS=1      CPU: pack every GEMM operand instead of "
     "strided plans\n"
+    "  LOOMRT_CHECK_STARTED=1   CPU: check that nothing writes a collective "
+    "started early\n"
+    "                           (--overlap-collectives) or its result before "
+    "its wait;\n"
+    "                           each runs at once, its result NaN until the "
+    "wait\n"
     "  LOOMRT_PEAKS=GBPS,TFLOPS --profile's peaks, e.g. a datasheet's "
     "(4800,989), instead\n"
     "                           of measuring them\n";
@@ -1417,8 +1468,9 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
   }
   // On/off switches take 0 or 1 only, so that "false" or "off" is never
   // taken for on (nor, before, LOOMRT_PACK_GEMMS=0 for on).
-  for (const char *name : {"LOOMRT_FAST_KERNELS", "LOOMRT_GEMM_TUNE",
-                           "LOOMRT_PACK_GEMMS", "LOOMRT_GEMM_EPILOGUE"}) {
+  for (const char *name :
+       {"LOOMRT_FAST_KERNELS", "LOOMRT_GEMM_TUNE", "LOOMRT_PACK_GEMMS",
+        "LOOMRT_GEMM_EPILOGUE", "LOOMRT_CHECK_STARTED"}) {
     const char *value = getenv(name);
     if (value && *value && strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
       error = std::string(name) + " must be 0 or 1, not '" + value + "'";
@@ -1782,6 +1834,170 @@ void printProfile(loomrt_ctx *rt, const std::vector<double> &stepSeconds,
 
 /// Everything one rank does, on the thread that runs it; returns its exit
 /// code (the same on every rank: decisions that could differ are shared).
+namespace {
+
+/// LOOMRT_CHECK_STARTED=1 on the CPU: a transport around the real one that
+/// checks the memory plan's promise for collectives started early
+/// (--overlap-collectives): from its start to its wait, no op writes a
+/// started collective's input, and none reads or writes its result. Each
+/// one runs at once, into a buffer of its own; its result's bytes in the
+/// arena hold 0xff (NaN in every float type) until the wait, which ends
+/// the job if its input or those bytes changed and only then moves the
+/// result in. An op that read the result early computes with NaNs, which
+/// a comparison of outputs shows.
+class StartedChecker final : public Transport {
+public:
+  explicit StartedChecker(Transport &inner) : inner(inner) {}
+
+  const char *name() const override { return inner.name(); }
+  void barrier(loomrt_ctx *rt, const std::string &what) override {
+    inner.barrier(rt, what);
+  }
+  void shareLeaderInt(loomrt_ctx *rt, int *value,
+                      const std::string &what) override {
+    inner.shareLeaderInt(rt, value, what);
+  }
+  void reduceDoubles(loomrt_ctx *rt, double *values, int count, bool maximum,
+                     const std::string &what) override {
+    inner.reduceDoubles(rt, values, count, maximum, what);
+  }
+
+  void allReduce(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, int reduction, const void *in,
+                 void *out, int64_t count) override {
+    size_t bytes = size_t(count) * elementBytes(dtype);
+    run(rt, what, in, bytes, out, bytes, [&](void *result) {
+      inner.allReduce(rt, what, axes, numAxes, dtype, reduction, in, result,
+                      count);
+    });
+  }
+  void allGather(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, const void *in, void *out,
+                 int64_t outer, int64_t chunk) override {
+    size_t piece = size_t(outer * chunk) * elementBytes(dtype);
+    run(rt, what, in, piece, out, piece * size_t(groupSize(rt, axes, numAxes)),
+        [&](void *result) {
+          inner.allGather(rt, what, axes, numAxes, dtype, in, result, outer,
+                          chunk);
+        });
+  }
+  void reduceScatter(loomrt_ctx *rt, const std::string &what, const int *axes,
+                     int numAxes, int dtype, int reduction, const void *in,
+                     void *out, int64_t outer, int64_t chunk) override {
+    size_t piece = size_t(outer * chunk) * elementBytes(dtype);
+    run(rt, what, in, piece * size_t(groupSize(rt, axes, numAxes)), out, piece,
+        [&](void *result) {
+          inner.reduceScatter(rt, what, axes, numAxes, dtype, reduction, in,
+                              result, outer, chunk);
+        });
+  }
+
+  void allToAll(loomrt_ctx *rt, const std::string &what, const int *axes,
+                int numAxes, int dtype, const void *in, void *out,
+                const AllToAll &layout) override {
+    inner.allToAll(rt, what, axes, numAxes, dtype, in, out, layout);
+  }
+  void permute(loomrt_ctx *rt, const std::string &what, const int *axes,
+               int numAxes, int dtype, const void *in, void *out, int64_t count,
+               const int64_t *pairs, int numPairs) override {
+    inner.permute(rt, what, axes, numAxes, dtype, in, out, count, pairs,
+                  numPairs);
+  }
+  void broadcast(loomrt_ctx *rt, const std::string &what, const int *axes,
+                 int numAxes, int dtype, const void *in, void *out,
+                 int64_t count, int64_t root) override {
+    inner.broadcast(rt, what, axes, numAxes, dtype, in, out, count, root);
+  }
+  void send(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
+            int dtype, const void *in, int64_t count) override {
+    inner.send(rt, what, axis, offset, dtype, in, count);
+  }
+  void recv(loomrt_ctx *rt, const std::string &what, int axis, int64_t offset,
+            int dtype, void *out, int64_t count) override {
+    inner.recv(rt, what, axis, offset, dtype, out, count);
+  }
+
+  void waitStarted(loomrt_ctx *rt, int future) override {
+    inner.waitStarted(rt, future);
+    auto found = rt->startedChecks.find(future);
+    if (found == rt->startedChecks.end())
+      return;
+    for (loomrt_ctx::StartedCheck &check : found->second) {
+      size_t inBytes = check.input.size(), outBytes = check.result.size();
+      // An all_reduce in place: its input is its result's place.
+      bool shared =
+          check.in < check.out + outBytes && check.out < check.in + inBytes;
+      if (!shared && memcmp(check.in, check.input.data(), inBytes) != 0)
+        abortJob(rt,
+                 check.what +
+                     ": its input changed between its start and its wait "
+                     "(LOOMRT_CHECK_STARTED): an op the plan runs in between "
+                     "wrote it, while a transport may still read it",
+                 5);
+      if (std::any_of(check.out, check.out + outBytes,
+                      [](char byte) { return byte != char(0xff); }))
+        abortJob(rt,
+                 check.what +
+                     ": its result's place changed between its start and "
+                     "its wait (LOOMRT_CHECK_STARTED): an op the plan runs in "
+                     "between wrote it, while a transport may still write it",
+                 5);
+      memcpy(check.out, check.result.data(), outBytes);
+    }
+    rt->startedChecks.erase(found);
+  }
+
+  void endStep(loomrt_ctx *rt) override { inner.endStep(rt); }
+  void watchStep(loomrt_ctx *rt, const std::string &what) override {
+    inner.watchStep(rt, what);
+  }
+  void finish(loomrt_ctx *rt) override { inner.finish(rt); }
+  [[noreturn]] void abort(loomrt_ctx *rt, int code) override {
+    inner.abort(rt, code);
+  }
+
+private:
+  /// Runs a collective of `in` into `out` through `collective(result)`: at
+  /// once into the check's own result where a future is being started.
+  template <typename Collective>
+  void run(loomrt_ctx *rt, const std::string &what, const void *in,
+           size_t inBytes, void *out, size_t outBytes, Collective collective) {
+    int future = rt->startedFuture;
+    if (future < 0) {
+      collective(out);
+      return;
+    }
+    const char *input = static_cast<const char *>(in);
+    loomrt_ctx::StartedCheck check{
+        what, input, std::vector<char>(input, input + inBytes),
+        static_cast<char *>(out), std::vector<char>(outBytes)};
+    rt->runningStartedAtOnce = true;
+    collective(check.result.data());
+    rt->runningStartedAtOnce = false;
+    memset(out, 0xff, outBytes);
+    // The test hook's plan fault: the input of the rank's first started
+    // collective of step 1 written after its start.
+    const TestFault &fault = TestFault::get();
+    if (fault.when == TestFault::kClobber && fault.rank == rt->worldRank &&
+        rt->stepNumber == 1 && rt->startedChecks.empty() && inBytes &&
+        !(input < check.out + outBytes && check.out < input + inBytes))
+      const_cast<char *>(input)[0] ^= 1;
+    rt->startedChecks[future].push_back(std::move(check));
+  }
+
+  Transport &inner;
+};
+
+/// `transport`, or the checker around it under LOOMRT_CHECK_STARTED=1 on
+/// the CPU (the CUDA backend's started collectives run on its streams).
+Transport *checkedIfAsked(Transport *transport) {
+  if (!transport || !checkingStarted())
+    return transport;
+  return new StartedChecker(*transport); // lives as long as the process
+}
+
+} // namespace
+
 int runRank(const loomrt_model *model, Transport *transport, int rank, int size,
             int localIndex, const Options &options, const char *program) {
   loomrt_ctx context;
@@ -2136,7 +2352,8 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
                            "but this job has %d processes; run it without "
                            "mpirun",
                            (long long)meshRanks, processes));
-    Transport *transport = loopbackTransport(*model, *device.loopback);
+    Transport *transport =
+        checkedIfAsked(loopbackTransport(*model, *device.loopback));
     std::vector<int> codes(size_t(meshRanks), 0);
     std::vector<std::thread> threads;
     processPhase = ProcessPhase::kRunning;
@@ -2189,6 +2406,7 @@ extern "C" int loomrt_main(int argc, char **argv, const loomrt_model *model) {
           "separate processes; run all %lld ranks on one GPU with --loopback",
           device.name, (long long)meshRanks));
   }
+  transport = checkedIfAsked(transport);
   // Before the phase turns: a fault in its MPI calls is the start's.
   int local = localIndex();
   processPhase = ProcessPhase::kRunning;

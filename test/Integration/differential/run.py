@@ -56,6 +56,12 @@ lazy (LOOM_CUDA_ON_CPU_STREAMS=lazy), and the NCCL run with each rank's
 compute stream lazy, then its communication stream (lazy:0, lazy:1,
 steps launched anew); each must give the bits of the run it repeats.
 
+With --check-started, the CPU programs run with LOOMRT_CHECK_STARTED=1:
+each collective started early (--loomc-flags=--overlap-collectives) runs
+at once and its result's bytes hold NaN until its wait, which ends the
+program if an op in between wrote its input or its result
+(docs/running.md); an op that read the result early shows in the outputs.
+
 With --sanitize, the CPU programs (N-rank and 1-rank) are built with
 loomc --sanitize, and with --cuda-on-cpu the CUDA programs with
 cuda-on-cpu.py --sanitize: AddressSanitizer and UBSan stop a program at its
@@ -664,6 +670,9 @@ def main():
     parser.add_argument("--sanitize", action="store_true",
                         help="build the CPU programs with loomc --sanitize (AddressSanitizer and "
                              "UBSan: any finding fails the case)")
+    parser.add_argument("--check-started", action="store_true",
+                        help="run the CPU programs with LOOMRT_CHECK_STARTED=1 (the runtime checks "
+                             "that nothing touches a started collective's buffers before its wait)")
     args = parser.parse_args()
     long = args.long = args.long or os.environ.get("LOOM_LONG") == "1"
     args.mpirun = os.path.abspath(args.mpirun) if os.path.sep in args.mpirun else args.mpirun
@@ -673,6 +682,9 @@ def main():
 
     if args.compile_timeout <= 0:
         parser.error("--compile-timeout: give a number of seconds above 0")
+    if args.check_started:
+        # Inherited by every program and, through mpirun, by every rank.
+        os.environ["LOOMRT_CHECK_STARTED"] = "1"
     if args.nvcc and not args.cuda_on_cpu:
         parser.error("--nvcc goes with --cuda-on-cpu")
     if args.lazy_streams and not args.cuda_on_cpu:
