@@ -1275,16 +1275,12 @@ template <int Dtype, int Lanes>
 __global__ void softmaxStatsKernel(const void *in, float *max, float *sum,
                                    int64_t rows, int64_t n, bool packs,
                                    bool partial) {
-  __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
-  RowsOfThread<Lanes> thread;
-  for (int64_t r = thread.first; r < rows; r += thread.step) {
-    SoftmaxStats stats =
-        rowStats<Dtype, Lanes>(in, r * n, n, packs, sharedMax, sharedSum);
-    if (thread.lane == 0) {
-      max[r] = stats.max;
-      sum[r] = partial ? stats.sum : finalSum(stats, n);
-    }
-  }
+  forEachRowStats<Dtype, Lanes>(in, rows, n, packs,
+                                [&](int64_t r, SoftmaxStats stats) {
+                                  max[r] = stats.max;
+                                  sum[r] = partial ? stats.sum
+                                                   : finalSum(stats, n);
+                                });
 }
 
 __global__ void pickKernel(int dtype, const void *logits, int64_t count,
@@ -1832,23 +1828,18 @@ __global__ void logitsBlockKernel(const void *logits, int64_t rows,
                                   int64_t vocabStart, int64_t vocabTotal,
                                   float *max, float *sum, float *picked,
                                   unsigned long long *bad) {
-  __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
-  RowsOfThread<Lanes> thread;
-  for (int64_t r = thread.first; r < rows; r += thread.step) {
-    SoftmaxStats stats = rowStats<Dtype, Lanes>(logits, r * count, count,
-                                                packs, sharedMax, sharedSum);
-    if (thread.lane == 0) {
-      int64_t target = loadInt(targetsDtype, targets, r);
-      if (start == 0 && (target < 0 || target >= vocabTotal))
-        atomicMin(bad, (unsigned long long)(r + 1));
-      int64_t column = target - vocabStart - start;
-      float mine = column >= 0 && column < count
-                       ? load(Dtype, logits, r * count + column)
-                       : 0.0f;
-      mergeLogitsBlock(&max[r], &sum[r], &picked[r], stats.max, stats.sum,
-                       mine, start == 0);
-    }
-  }
+  forEachRowStats<Dtype, Lanes>(
+      logits, rows, count, packs, [&](int64_t r, SoftmaxStats stats) {
+        int64_t target = loadInt(targetsDtype, targets, r);
+        if (start == 0 && (target < 0 || target >= vocabTotal))
+          atomicMin(bad, (unsigned long long)(r + 1));
+        int64_t column = target - vocabStart - start;
+        float mine = column >= 0 && column < count
+                         ? load(Dtype, logits, r * count + column)
+                         : 0.0f;
+        mergeLogitsBlock(&max[r], &sum[r], &picked[r], stats.max, stats.sum,
+                         mine, start == 0);
+      });
 }
 
 template <int Dtype> struct LaunchLogitsBlock {

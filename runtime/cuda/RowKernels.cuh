@@ -448,32 +448,47 @@ __device__ SoftmaxStats rowStats(const void *in, int64_t start, int64_t n,
   }
 }
 
+/// For each of this thread's rows of n elements of `in`, the row's
+/// statistics over the `Lanes` threads that share it (rowStats), then
+/// `use(row, stats)` in the row's first thread: the loop of the kernels of
+/// softmax statistics (loom.softmax_stats, a cross-entropy's losses, the
+/// logits' blocks).
+template <int Dtype, int Lanes, typename Use>
+__device__ __forceinline__ void forEachRowStats(const void *in, int64_t rows,
+                                                int64_t n, bool packs,
+                                                Use use) {
+  constexpr int kShared = Lanes == kWarpRow ? 1 : kBlockRow;
+  __shared__ float sharedMax[kShared], sharedSum[kShared];
+  RowsOfThread<Lanes> thread;
+  for (int64_t r = thread.first; r < rows; r += thread.step) {
+    SoftmaxStats stats =
+        rowStats<Dtype, Lanes>(in, r * n, n, packs, sharedMax, sharedSum);
+    if (thread.lane == 0)
+      use(r, stats);
+  }
+}
+
 /// Each row's loss (loom.cross_entropy before its mean): the logsumexp of
 /// the row's `vocab` logits less its target's logit, the row read once by
-/// the `Lanes` threads that share it (rowStats). A target outside the
-/// vocabulary lowers *bad to its row + 1 and leaves a loss of 0.
+/// the `Lanes` threads that share it. A target outside the vocabulary
+/// lowers *bad to its row + 1 and leaves a loss of 0.
 template <int Dtype, int Lanes>
 __global__ void crossEntropyRowsKernel(const void *logits, int64_t rows,
                                        int64_t vocab, bool packs,
                                        int targetsDtype, const void *targets,
                                        float *losses,
                                        unsigned long long *bad) {
-  __shared__ float sharedMax[kBlockRow], sharedSum[kBlockRow];
-  RowsOfThread<Lanes> thread;
-  for (int64_t r = thread.first; r < rows; r += thread.step) {
-    SoftmaxStats stats = rowStats<Dtype, Lanes>(logits, r * vocab, vocab,
-                                                packs, sharedMax, sharedSum);
-    if (thread.lane != 0)
-      continue;
-    int64_t target = loadInt(targetsDtype, targets, r);
-    if (target < 0 || target >= vocab) {
-      atomicMin(bad, (unsigned long long)(r + 1));
-      losses[r] = 0.0f;
-    } else {
-      losses[r] = stats.max + logf(finalSum(stats, vocab)) -
-                  load(Dtype, logits, r * vocab + target);
-    }
-  }
+  forEachRowStats<Dtype, Lanes>(
+      logits, rows, vocab, packs, [&](int64_t r, SoftmaxStats stats) {
+        int64_t target = loadInt(targetsDtype, targets, r);
+        if (target < 0 || target >= vocab) {
+          atomicMin(bad, (unsigned long long)(r + 1));
+          losses[r] = 0.0f;
+        } else {
+          losses[r] = stats.max + logf(finalSum(stats, vocab)) -
+                      load(Dtype, logits, r * vocab + target);
+        }
+      });
 }
 
 } // namespace loomrt::rows
