@@ -73,19 +73,59 @@ double integerValue(Type element, int64_t x) {
 /// Whether floating results keep their f64 value (InterpretOptions::unrounded).
 bool keepUnrounded = false;
 
+/// InterpretOptions::perturbRounding: the random stream (0: none) that
+/// picks, for each inexact floating result, the nearest value of its type
+/// or the one on x's other side; and how many picks it has made.
+uint64_t perturbStream = 0, perturbPicks = 0;
+
+/// A random bit of the stream, pick by pick (splitmix64's mixing).
+bool perturbBit() {
+  uint64_t z = perturbStream * 0x9e3779b97f4a7c15ull + ++perturbPicks;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (z ^ (z >> 31)) & 1;
+}
+
+/// The value of `element` next to `nearest` (one of its values) on the side
+/// of x.
+double otherNeighbour(Type element, double nearest, double x) {
+  float from = float(nearest);
+  if (element.isF32())
+    return double(std::nextafter(from, x > nearest ? INFINITY : -INFINITY));
+  bool bf16 = element.isBF16();
+  uint16_t bits = bf16 ? loomrt_f32_to_bf16(from) : loomrt_f32_to_f16(from);
+  uint16_t sign = bits & 0x8000, magnitude = bits & 0x7fff;
+  // Away from zero where x is farther from it than `nearest`; past zero
+  // to the other sign's smallest value.
+  if ((x > nearest) == !sign)
+    ++magnitude;
+  else if (magnitude)
+    --magnitude;
+  else
+    sign ^= 0x8000, magnitude = 1;
+  uint16_t next = uint16_t(sign | magnitude);
+  return bf16 ? loomrt_bf16_to_f32(next) : loomrt_f16_to_f32(next);
+}
+
 /// Rounds to the element type, as each op does once at its result.
 double roundTo(Type element, double x) {
   if (keepUnrounded && isa<FloatType>(element))
     return x;
+  double nearest = x;
   if (element.isF32())
-    return double(float(x));
-  if (element.isBF16())
-    return loomrt_bf16_to_f32(loomrt_f32_to_bf16(float(x)));
-  if (element.isF16())
-    return loomrt_f16_to_f32(loomrt_f32_to_f16(float(x)));
-  if (element.isInteger(32))
+    nearest = double(float(x));
+  else if (element.isBF16())
+    nearest = loomrt_bf16_to_f32(loomrt_f32_to_bf16(float(x)));
+  else if (element.isF16())
+    nearest = loomrt_f16_to_f32(loomrt_f32_to_f16(float(x)));
+  else if (element.isInteger(32))
     return integerValue(element, int64_t(x));
-  return x;
+  else
+    return x;
+  if (perturbStream && nearest != x && std::isfinite(nearest) &&
+      std::isfinite(x) && perturbBit())
+    return otherNeighbour(element, nearest, x);
+  return nearest;
 }
 
 int dtypeCode(Type element) {
@@ -903,6 +943,8 @@ LogicalResult loom::interpretModel(ModuleOp module,
   if (failed(model))
     return failure();
   keepUnrounded = options.unrounded;
+  perturbStream = options.perturbRounding;
+  perturbPicks = 0;
   Interpreter interpreter(cast<func::FuncOp>(*model), options);
   return interpreter.run(os);
 }

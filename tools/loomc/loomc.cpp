@@ -206,6 +206,15 @@ static llvm::cl::opt<bool> interpretUnrounded(
                    "arithmetic without its roundings"),
     llvm::cl::cat(interpretCategory));
 
+static llvm::cl::opt<unsigned> interpretPerturbRounding(
+    "perturb-rounding",
+    llvm::cl::desc("Round each inexact floating result to the nearest value "
+                   "of its type or to the one on its other side, at random "
+                   "(stream N, from 1): as exact a run as the rounded one, "
+                   "whose distance from it shows how far roundings can move "
+                   "each output"),
+    llvm::cl::value_desc("N"), llvm::cl::cat(interpretCategory));
+
 static llvm::cl::opt<std::string> interpretOut(
     "out", llvm::cl::desc("Write the outputs to a safetensors file"),
     llvm::cl::value_desc("file"), llvm::cl::cat(interpretCategory));
@@ -463,10 +472,23 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       (interpretInputs.getNumOccurrences() ||
        interpretParams.getNumOccurrences() ||
        interpretOut.getNumOccurrences() || interpretSeed.getNumOccurrences() ||
-       interpretUnrounded.getNumOccurrences())) {
-    llvm::errs() << "loomc: error: --seed, --inputs, --params, --out and "
-                    "--unrounded are options of --interpret (a compiled model "
-                    "takes the first four when it runs)\n";
+       interpretUnrounded.getNumOccurrences() ||
+       interpretPerturbRounding.getNumOccurrences())) {
+    llvm::errs() << "loomc: error: --seed, --inputs, --params, --out, "
+                    "--unrounded and --perturb-rounding are options of "
+                    "--interpret (a compiled model takes the first four when "
+                    "it runs)\n";
+    return 1;
+  }
+  if (interpretPerturbRounding.getNumOccurrences() &&
+      interpretPerturbRounding == 0) {
+    llvm::errs() << "loomc: error: --perturb-rounding needs a stream from 1 "
+                    "on, not 0\n";
+    return 1;
+  }
+  if (interpretPerturbRounding.getNumOccurrences() && interpretUnrounded) {
+    llvm::errs() << "loomc: error: --perturb-rounding rounds what --unrounded "
+                    "keeps unrounded: give one of them\n";
     return 1;
   }
   if (!parseSeed(interpretSeed)) {
@@ -559,6 +581,7 @@ static int compile(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.params = interpretParams;
     options.out = interpretOut;
     options.unrounded = interpretUnrounded;
+    options.perturbRounding = interpretPerturbRounding;
     return failed(loom::interpretModel(*module, options, llvm::outs())) ? 1 : 0;
   }
   if (buildExecutable)

@@ -22,6 +22,11 @@ struct InterpretOptions {
   /// as f32): the program's arithmetic without its roundings, a more exact
   /// reference than the rounded run.
   bool unrounded = false;
+  /// Nonzero: round each inexact floating result to the nearest value of
+  /// its type or to the one on the value's other side, at random (this
+  /// stream of choices); a run as exact as the rounded one, whose distance
+  /// from it shows how far the program's roundings can move each output.
+  uint64_t perturbRounding = 0;
 };
 
 /// Runs the module's model as written (the global program, before sharding)

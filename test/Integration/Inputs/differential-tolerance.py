@@ -1,6 +1,7 @@
 """Drives differential/run.py's compare() and excuse() with made-up outputs
 (differential-tolerance.test): which misses of the tolerance a more exact
-reference excuses, and which it does not."""
+reference excuses, and which it does not; and which the interpreter's
+own move under random roundings (--perturb-rounding) excuses."""
 import sys
 
 import numpy as np
@@ -12,9 +13,9 @@ rng = np.random.default_rng(7)
 exact = {"y": rng.standard_normal(64), "n": np.arange(4, dtype=np.int32)}
 
 
-def case(title, got, base, norm_wise=False):
+def case(title, got, base, norm_wise=False, noise=None):
     found, _ = run.compare(got, base, norm_wise)
-    standing, notes = run.excuse(found, got, base, exact, norm_wise)
+    standing, notes = run.excuse(found, got, base, exact, norm_wise, noise)
     print(f"{title}: problems {len(found)}" + (f", after excuse {len(standing)}" if found else ""))
     for note in notes:
         print(f"note: {note}")
@@ -44,3 +45,15 @@ nan = off_a.copy()
 nan[3] = np.nan
 case("NaN in another place", with_y(nan), with_y(off_b))
 case("integers", {"y": off_b, "n": exact["n"] + 1}, with_y(off_b))
+# Where the accuracy rule does not excuse it: an output that moves by more
+# under the interpreter's random roundings than the two sides differ (an
+# ill-conditioned one), and one that moves by less.
+far = exact["y"] + 3 * (off_a - exact["y"])
+case("f32, 3x further off, the output moving by 1e-4 under random roundings",
+     with_y(far), with_y(off_b), noise=lambda name: 1e-4)
+case("f32, 3x further off, the output moving by 1e-5 under random roundings",
+     with_y(far), with_y(off_b), noise=lambda name: 1e-5)
+case("f32, 3x further off, no perturbed run of the output",
+     with_y(far), with_y(off_b), noise=lambda name: None)
+case("NaN in another place, however the output moves",
+     with_y(nan), with_y(off_b), noise=lambda name: 1.0)

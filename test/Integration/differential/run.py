@@ -106,6 +106,11 @@ BF16_NORM_TOL = 2e-2
 # How much less accurate than the reference side an output that misses the
 # tolerance may be, against a more exact reference (excuse()).
 ACCURACY_FACTOR = 2.0
+# How much further apart than the interpreter's outputs move when its
+# roundings go either way at random (--perturb-rounding) two sides that miss
+# the tolerance may be (excuse()), and how many such runs measure that.
+NOISE_FACTOR = 2.0
+NOISE_RUNS = 3
 RUN_TIMEOUT, INTERPRET_TIMEOUT = 120, 300
 # Seconds for one loomc run (--compile-timeout); a hang is a fault whatever
 # the input.
@@ -214,14 +219,19 @@ def compare(got, ref, norm_wise):
     return problems, worst
 
 
-def excuse(problems, got, base, exact, norm_wise):
+def excuse(problems, got, base, exact, norm_wise, noise=None):
     """Of `problems` (compare(got, base)), those that stand: an output that
     missed only the tolerance is accepted where, against `exact`, a more
     exact reference, its error is at most ACCURACY_FACTOR times `base`'s.
     Two results with independent rounding errors of size e differ by about
     1.4 e, so an ill-conditioned output can miss a fixed tolerance between
-    them while each is as accurate as the other. Returns (the problems that
-    stand, a note per accepted output)."""
+    them while each is as accurate as the other. Failing that, where
+    `noise(name)` (the most the interpreter's output moves when its
+    roundings go either way at random) is given, an output is accepted
+    whose distance from `base` is at most NOISE_FACTOR times that: an
+    output that cancels, then is scaled up, moves by more than either
+    side's own error under any other order of roundings. Returns (the
+    problems that stand, a note per accepted output)."""
     standing, notes = {}, []
     for name, (text, tolerance_only) in problems.items():
         if tolerance_only and name in exact:
@@ -231,6 +241,15 @@ def excuse(problems, got, base, exact, norm_wise):
                 notes.append(f"{name} misses the tolerance ({text.split(': ', 1)[1]}) but its error "
                              f"against the more exact reference, {got_error:.3g}, is within "
                              f"{ACCURACY_FACTOR:g}x the reference side's, {base_error:.3g}")
+                continue
+        if tolerance_only and noise is not None:
+            spread = noise(name)
+            distance = numeric_error(got[name], base[name], norm_wise)
+            if spread is not None and distance <= NOISE_FACTOR * spread:
+                notes.append(f"{name} misses the tolerance ({text.split(': ', 1)[1]}) but its "
+                             f"distance from the reference side, {distance:.3g}, is within "
+                             f"{NOISE_FACTOR:g}x the interpreter's own move when its roundings go "
+                             f"either way at random, {spread:.3g}")
                 continue
         standing[name] = (text, tolerance_only)
     return standing, notes
@@ -384,6 +403,7 @@ class Runner:
         self.args = args
         self.refs = Memo()
         self.exact_refs = Memo()
+        self.perturbed_refs = Memo()
         self.retried = []  # runs that ended abnormally once (see execute)
         self.sanitize = ["--sanitize"] if args.sanitize else []
         self.loomc_flags = shlex.split(args.loomc_flags)
@@ -495,7 +515,8 @@ class Runner:
         problems, worst = compare(one, interp, case.bf16)
         notes = []
         if problems:
-            problems, notes = excuse(problems, one, interp, self.exact(case), case.bf16)
+            problems, notes = excuse(problems, one, interp, self.exact(case), case.bf16,
+                                     self.noise(case, interp))
         return one, interp, (problems, worst, notes)
 
     def exact(self, case):
@@ -511,6 +532,30 @@ class Runner:
                         INTERPRET_TIMEOUT, directory)
             return load(os.path.join(directory, "interp-unrounded.safetensors"))
         return self.exact_refs.get(case.ref_key, run, case.label)
+
+    def noise(self, case, interp):
+        """For an output's name, the most it moves from `interp`, the
+        interpreter's outputs, in NOISE_RUNS runs whose roundings go either
+        way at random (--perturb-rounding 1, 2, ...; run once a model, where
+        an output first needs them); None for an output they lack."""
+        def run():
+            directory = os.path.join(self.args.workdir, "ref", case.ref_key)
+            src = self.source_path(case.ref_source, directory)
+            runs = []
+            for stream in range(1, NOISE_RUNS + 1):
+                out = f"interp-perturbed-{stream}.safetensors"
+                run_command([self.args.loomc, src, *self.dtype_flags(case), "--interpret",
+                             f"--perturb-rounding={stream}", "--seed", str(self.args.seed),
+                             "--out", out], INTERPRET_TIMEOUT, directory)
+                runs.append(load(os.path.join(directory, out)))
+            return runs
+
+        def spread(name):
+            runs = self.perturbed_refs.get(case.ref_key, run, case.label)
+            if name not in interp or any(name not in r for r in runs):
+                return None
+            return max(numeric_error(r[name], interp[name], case.bf16) for r in runs)
+        return spread
 
     def reproduce(self, case):
         """For a random program, how to print it again; for a mutant, where
@@ -530,7 +575,7 @@ class Runner:
         start = time.monotonic()
         loopback = ""
         try:
-            one, _, (ref_problems, ref_worst, ref_notes) = self.refs.get(
+            one, interp, (ref_problems, ref_worst, ref_notes) = self.refs.get(
                 case.ref_key, lambda: self.reference(case), case.label)
             # Each note once, after the runs it holds for (the CUDA
             # program's variants often give the same bits).
@@ -540,7 +585,8 @@ class Runner:
                 """got against base: the problems that stand, as text."""
                 found, ratio = compare(got, base, case.bf16)
                 if found:
-                    found, notes = excuse(found, got, base, self.exact(case), case.bf16)
+                    found, notes = excuse(found, got, base, self.exact(case), case.bf16,
+                                          self.noise(case, interp))
                     for note in notes:
                         accepted.setdefault(note, []).append(what)
                 return texts(found), ratio
