@@ -271,23 +271,30 @@ TEST(RowKernelsTest, SoftmaxRowsAWarpOrABlockEach) {
 /// Checks rowReduceVecKernel<LOOMRT_BF16, Lanes> on `rows` rows of 1000
 /// elements (125 packs of 8 bf16) over `blocks` blocks: sums, means and
 /// maxima within 1 ulp of the exact ones rounded once; row 2 holds a NaN.
-template <int Lanes> void checkRowReductions(int64_t rows, unsigned blocks) {
-  const int64_t n = 1000;
-  std::vector<float> x = randomValues(LOOMRT_BF16, size_t(rows * n), 0, 5);
-  x[size_t(2 * n + 17)] = std::numeric_limits<float>::quiet_NaN();
+/// With `gap` > 0 the rows are a strided piece, `gap` elements apart
+/// (loomrt_rows), and the gaps hold NaNs that a read past a row would take.
+template <int Lanes>
+void checkRowReductions(int64_t rows, unsigned blocks, int64_t gap = 0) {
+  const int64_t n = 1000, stride = n + gap;
+  std::vector<float> x = randomValues(LOOMRT_BF16, size_t(rows * stride), 0, 5);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = n; j < stride; ++j)
+      x[size_t(r * stride + j)] = std::numeric_limits<float>::quiet_NaN();
+  x[size_t(2 * stride + 17)] = std::numeric_limits<float>::quiet_NaN();
   Buffer in(LOOMRT_BF16, x);
   for (int reduction : {LOOMRT_SUM, LOOMRT_MAX}) {
     Buffer out(LOOMRT_BF16, std::vector<float>(size_t(rows), -1.0f));
     float scale = reduction == LOOMRT_SUM ? 1.0f / float(n) : 1.0f; // a mean
     cuda_on_cpu::launch({blocks, 1, 1}, 256, 0, [&] {
-      rowReduceVecKernel<LOOMRT_BF16, Lanes>(reduction, in.data(), out.data(),
-                                             rows, n, scale);
+      rowReduceVecKernel<LOOMRT_BF16, Lanes>(reduction, in.data(),
+                                             loomrt_rows{rows, 0, stride},
+                                             out.data(), rows, n, scale);
     });
     for (int64_t r = 0; r < rows; ++r) {
       double exact = reduction == LOOMRT_SUM ? 0.0 : -INFINITY;
       bool nan = false;
       for (int64_t j = 0; j < n; ++j) {
-        float v = x[size_t(r * n + j)];
+        float v = x[size_t(r * stride + j)];
         nan = nan || std::isnan(v);
         exact =
             reduction == LOOMRT_SUM ? exact + v : std::max(exact, double(v));
@@ -298,7 +305,8 @@ template <int Lanes> void checkRowReductions(int64_t rows, unsigned blocks) {
         continue;
       }
       EXPECT_LE(ulps(LOOMRT_BF16, out.at(r), exact * scale), 1)
-          << "row " << r << ", reduction " << reduction << ", lanes " << Lanes;
+          << "row " << r << ", reduction " << reduction << ", lanes " << Lanes
+          << ", gap " << gap;
     }
   }
 }
@@ -306,6 +314,9 @@ template <int Lanes> void checkRowReductions(int64_t rows, unsigned blocks) {
 TEST(RowKernelsTest, RowSumsMeansAndMaxima) {
   checkRowReductions<kBlockRow>(3, 2); // a block a row, blocks taking two
   checkRowReductions<kWarpRow>(11, 1); // a warp a row, 8 warps for 11 rows
+  // Rows of a strided piece (a pack's gap between rows), read in place.
+  checkRowReductions<kBlockRow>(3, 2, 8);
+  checkRowReductions<kWarpRow>(11, 1, 16);
 }
 
 /// The worst error of crossEntropyRowsKernel<Dtype, Lanes> over `rows`
@@ -376,6 +387,7 @@ TEST(RowKernelsTest, MisalignedPacksStopTheEmulation) {
                                      rowReduceVecKernel<LOOMRT_F32, kBlockRow>(
                                          LOOMRT_SUM,
                                          static_cast<float *>(in.data()) + 1,
+                                         loomrt_consecutive_rows(2, 8),
                                          out.data(), 2, 8, 1.0f);
                                    }),
                "not 16-byte aligned");

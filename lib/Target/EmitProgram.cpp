@@ -1718,13 +1718,22 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       reduced *= shape(input)[d];
     }
     double scale = isa<MeanOp>(op) ? 1.0 / double(reduced) : 1.0;
+    // A strided piece only in a float's reduction of its last dimension
+    // (Views.cpp).
+    std::optional<std::string> inputRows;
+    if (isRowMajorInBuffer(input) ||
+        (mask == 1u << (shape(input).size() - 1) &&
+         isa<FloatType>(tensorType(input).getElementType())))
+      inputRows = rowsArgument(input);
+    if (!inputRows)
+      return fail(op, "a reduction cannot read this operand's layout");
     std::string shapeTable = int64Table(shape(input));
     line() << "loomrt_reduce(" << dtype(input) << ", "
            << (isa<MaxOp>(op) ? "LOOMRT_MAX" : "LOOMRT_SUM") << ", "
            << pointer(input) << ", " << pointer(op->getResult(0)) << ", "
            << shape(input).size() << ", " << shapeTable << ", " << mask << "u, "
-           << llvm::format("%.17g", scale) << "); // " << op->getName()
-           << " at " << where() << "\n";
+           << llvm::format("%.17g", scale) << ", " << *inputRows << "); // "
+           << op->getName() << " at " << where() << "\n";
     return success();
   }
   if (auto softmax = dyn_cast<SoftmaxOp>(op)) {

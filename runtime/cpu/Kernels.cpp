@@ -503,7 +503,8 @@ extern "C" int loomrt_contract_epilogue(loomrt_ctx *rt,
 
 extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
                               void *out, int rank, const int64_t *shape,
-                              uint32_t mask, double scale) {
+                              uint32_t mask, double scale,
+                              const loomrt_rows *inRows) {
   // Output index of each input element: strides of the kept dimensions.
   int64_t inStride[LOOMRT_MAX_RANK], outStride[LOOMRT_MAX_RANK];
   int64_t stride = 1, inCount = 1, outCount = 1;
@@ -528,7 +529,8 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
             n = product(shape, firstReduced, rank);
     std::vector<float> row(static_cast<size_t>(n));
     for (int64_t r = 0; r < rows; ++r) {
-      widen(dtype, in, r * n, n, row.data());
+      widen(dtype, in, inRows ? loomrt_row_start(*inRows, r) : r * n, n,
+            row.data());
       float acc = reduction == LOOMRT_MAX
                       ? -std::numeric_limits<float>::infinity()
                       : 0.0f;
@@ -543,6 +545,12 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
     }
     return;
   }
+  // Rows where in_rows says are a last dimension's, which the loop above
+  // reduces; the emitter passes them for nothing else.
+  if (inRows)
+    failProcess("loomrt_reduce: rows of a strided input for a reduction "
+                "other than of a float's last dimension",
+                5);
   // The input in its (row-major) order, each element's output index `o`
   // following it.
   if (isInteger(dtype)) {

@@ -984,13 +984,14 @@ extern "C" int loomrt_contract_epilogue(loomrt_ctx *rt,
 namespace {
 
 __global__ void rowReduceKernel(int dtype, int reduction, const void *in,
-                                void *out, int64_t rows, int64_t n,
-                                float scale) {
+                                loomrt_rows inRows, void *out, int64_t rows,
+                                int64_t n, float scale) {
   __shared__ float shared[256];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
+    int64_t start = loomrt_row_start(inRows, r);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      float x = load(dtype, in, r * n + j);
+      float x = load(dtype, in, start + j);
       acc = reduction == LOOMRT_MAX ? maxKeepingNaN(acc, x) : acc + x;
     }
     float total = reduction == LOOMRT_MAX ? blockReduce<true>(acc, shared)
@@ -1189,16 +1190,16 @@ template <int Dtype> struct LaunchNorm {
 };
 
 template <int Dtype> struct LaunchRowReduce {
-  static void run(int reduction, const void *in, void *out, int64_t rows,
-                  int64_t n, float scale) {
+  static void run(int reduction, const void *in, loomrt_rows inRows, void *out,
+                  int64_t rows, int64_t n, float scale) {
     if (warpPerRow(rows))
       rowReduceVecKernel<Dtype, kWarpRow>
           <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
-             device().stream>>>(reduction, in, out, rows, n, scale);
+             device().stream>>>(reduction, in, inRows, out, rows, n, scale);
     else
       rowReduceVecKernel<Dtype, kBlockRow>
           <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
-              reduction, in, out, rows, n, scale);
+              reduction, in, inRows, out, rows, n, scale);
   }
 };
 
@@ -1424,7 +1425,8 @@ void checkStepTargets(loomrt_ctx *rt) {
 
 extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
                               void *out, int rank, const int64_t *shape,
-                              uint32_t mask, double scale) {
+                              uint32_t mask, double scale,
+                              const loomrt_rows *inRows) {
   cudaStream_t stream = device().stream;
   int firstReduced = rank;
   while (firstReduced > 0 && (mask & (1u << (firstReduced - 1))))
@@ -1435,13 +1437,22 @@ extern "C" void loomrt_reduce(int dtype, int reduction, const void *in,
     (mask & (1u << d) ? reducedCount : outCount) *= shape[d];
   if (!isInt && firstReduced < rank &&
       (mask & ((1u << firstReduced) - 1)) == 0) {
-    if (packable(dtype, reducedCount, false, {in}))
-      forFloatType<LaunchRowReduce>(dtype, reduction, in, out, outCount,
+    loomrt_rows rows =
+        inRows ? *inRows : loomrt_consecutive_rows(outCount, reducedCount);
+    if (rowsKeepPacks(dtype, rows) &&
+        packable(dtype, reducedCount, false, {in}))
+      forFloatType<LaunchRowReduce>(dtype, reduction, in, rows, out, outCount,
                                     reducedCount, float(scale));
     else
       rowReduceKernel<<<blocksFor(outCount, 1), 256, 0, stream>>>(
-          dtype, reduction, in, out, outCount, reducedCount, float(scale));
+          dtype, reduction, in, rows, out, outCount, reducedCount,
+          float(scale));
   } else {
+    // The emitter passes rows for a last dimension's float reduction only.
+    if (inRows)
+      failProcess("loomrt_reduce: rows of a strided input for a reduction "
+                  "other than of a float's last dimension",
+                  5);
     reduceKernel<<<blocksFor(outCount), 256, 0, stream>>>(
         dtype, reduction, in, out, toShape(rank, shape), mask, outCount,
         reducedCount, float(scale));
@@ -1956,9 +1967,9 @@ extern "C" void loomrt_cross_entropy(loomrt_ctx *rt, const char *site,
   check(cudaGetLastError(), "cross-entropy");
   checkTargets(rt, site, flag, targets, targetsDtype, vocab);
   // The mean over rows: one block sums the per-row losses.
-  rowReduceKernel<<<1, 256, 0, stream>>>(LOOMRT_F32, LOOMRT_SUM, losses, out, 1,
-                                         count,
-                                         count ? 1.0f / float(count) : NAN);
+  rowReduceKernel<<<1, 256, 0, stream>>>(
+      LOOMRT_F32, LOOMRT_SUM, losses, loomrt_consecutive_rows(1, count), out, 1,
+      count, count ? 1.0f / float(count) : NAN);
   check(cudaGetLastError(), "cross-entropy mean");
 }
 

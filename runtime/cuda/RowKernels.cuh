@@ -343,19 +343,22 @@ __global__ void attentionSoftmaxVecKernel(float *scores, int64_t rows,
 }
 
 /// rowReduceKernel streaming 16-byte packs, each row's packs over the
-/// `Lanes` threads that share it (rows of any length).
+/// `Lanes` threads that share it (rows of any length; where `inRows` says,
+/// so that a strided piece is read in place).
 template <int Dtype, int Lanes>
-__global__ void rowReduceVecKernel(int reduction, const void *in, void *out,
-                                   int64_t rows, int64_t n, float scale) {
+__global__ void rowReduceVecKernel(int reduction, const void *in,
+                                   loomrt_rows inRows, void *out, int64_t rows,
+                                   int64_t n, float scale) {
   constexpr int N = Pack<Dtype>::N;
   __shared__ float shared[kBlockRow];
   const int64_t packs = n / N;
   RowsOfThread<Lanes> thread;
   for (int64_t r = thread.first; r < rows; r += thread.step) {
     float acc = reduction == LOOMRT_MAX ? -INFINITY : 0.0f;
+    const int64_t start = loomrt_row_start(inRows, r);
     for (int64_t p = thread.lane; p < packs; p += Lanes) {
       float v[N];
-      loadPack<Dtype>(in, r * n + p * N, v);
+      loadPack<Dtype>(in, start + p * N, v);
       for (int i = 0; i < N; ++i)
         acc = reduction == LOOMRT_MAX ? maxKeepingNaN(acc, v[i]) : acc + v[i];
     }

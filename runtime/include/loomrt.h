@@ -237,10 +237,6 @@ int loomrt_contract_epilogue(loomrt_ctx *rt, const loomrt_contraction *c,
                              int epilogue, const void *bias, int64_t bias_count,
                              const void *residual, void *out);
 
-/* Reduces the dimensions set in `mask` of in[shape] (sum, max; a mean is a
- * sum times `scale`). */
-void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank,
-                   const int64_t *shape, uint32_t mask, double scale);
 /* Where row r of a row kernel's input starts, in elements:
  * (r / group) * group_stride + (r % group) * row_stride, so that a strided
  * piece of another value (q's heads in a fused projection) is read in
@@ -248,6 +244,12 @@ void loomrt_reduce(int dtype, int reduction, const void *in, void *out, int rank
 typedef struct {
   int64_t group, group_stride, row_stride;
 } loomrt_rows;
+/* Reduces the dimensions set in `mask` of in[shape] (sum, max; a mean is a
+ * sum times `scale`). With in_rows (a reduction of the last dimension
+ * only), in's rows where it says; null: in is row-major. */
+void loomrt_reduce(int dtype, int reduction, const void *in, void *out,
+                   int rank, const int64_t *shape, uint32_t mask, double scale,
+                   const loomrt_rows *in_rows);
 /* Softmax over the middle dimension of [outer, n, inner]; with in_rows
  * (inner 1 only), in's rows where it says, out's one after another. */
 void loomrt_softmax(int dtype, const void *in, void *out, int64_t outer, int64_t n,

@@ -369,10 +369,19 @@ static bool readsStrided(Operation *user, Value value,
     return user->getOperand(0) == value &&
            llvm::count(user->getOperands(), value) == 1 &&
            loom::rowsView(shape, strides);
-  // So does a softmax over the last dimension.
+  // So does a softmax over the last dimension, and a float's sum, mean or
+  // maximum over it alone.
   if (auto softmax = dyn_cast<loom::SoftmaxOp>(user))
     return int64_t(softmax.getDim()) + 1 == int64_t(shape.size()) &&
            loom::rowsView(shape, strides);
+  if (isa<loom::SumOp, loom::MeanOp, loom::MaxOp>(user)) {
+    ArrayRef<int64_t> dims =
+        user->getAttrOfType<DenseI64ArrayAttr>("dims").asArrayRef();
+    return dims.size() == 1 && dims[0] + 1 == int64_t(shape.size()) &&
+           isa<FloatType>(
+               cast<RankedTensorType>(value.getType()).getElementType()) &&
+           loom::rowsView(shape, strides);
+  }
   if (isa<loom::AttentionOp>(user)) {
     loom::AttentionView view;
     return loom::attentionView(shape, strides, view);
@@ -430,9 +439,9 @@ StringRef loom::whyPartCopied(Operation *op) {
       if (!readsStrided(user, piece, computeStrides(inputShape)))
         return "its pieces are not contiguous runs of the input, and not "
                "every reader takes strides (element-wise ops, contractions, "
-               "concatenations, attention, norms and softmaxes over the last "
-               "dimension do, and reshapes and transposes that only they "
-               "read)";
+               "concatenations, attention, and norms, softmaxes and float "
+               "reductions over the last dimension do, and reshapes and "
+               "transposes that only they read)";
   return StringRef();
 }
 

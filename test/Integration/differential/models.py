@@ -270,6 +270,18 @@ model SoftmaxRows(x: f32[B<dp>, S<tp>, N], y: f32[B<dp>, L])
 }
 """)
 
+model("reductions-of-pieces")("""
+mesh m = [%MESH%]
+const B = 8, S = 4, D = 16, R = 8
+// sums, means and maxima over the last dimension of pieces split from one
+// product, read in place
+model ReductionsOfPieces(x: f32[B<dp>, S, D]) -> (a: f32[B<dp>, S], b: f32[B<dp>, S, 1], c: f32[B<dp>, S]) {
+  param w: f32[D, 2 * R] = normal(0.25)
+  p, q = split(x @ w, [R, R], dim = 2)
+  return sum(p, dim = 2), mean(q, dim = -1, keepdim = true) + max(p, dim = -1, keepdim = true), max(q * 2, dim = 2) + sum(q, dim = -1)
+}
+""")
+
 model("norms")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8
