@@ -1189,17 +1189,26 @@ template <int Dtype> struct LaunchNorm {
   }
 };
 
+/// Launches `warpKernel(args...)` over `rows` rows, a warp a row, where
+/// there are rows enough (warpPerRow), else `blockKernel(args...)`, a block
+/// a row: the two instances of one row kernel.
+template <typename... Params, typename... Args>
+void launchRows(int64_t rows, void (*warpKernel)(Params...),
+                void (*blockKernel)(Params...), Args... args) {
+  if (warpPerRow(rows))
+    warpKernel<<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
+                 device().stream>>>(args...);
+  else
+    blockKernel<<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
+        args...);
+}
+
 template <int Dtype> struct LaunchRowReduce {
   static void run(int reduction, const void *in, loomrt_rows inRows, void *out,
                   int64_t rows, int64_t n, float scale) {
-    if (warpPerRow(rows))
-      rowReduceVecKernel<Dtype, kWarpRow>
-          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
-             device().stream>>>(reduction, in, inRows, out, rows, n, scale);
-    else
-      rowReduceVecKernel<Dtype, kBlockRow>
-          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
-              reduction, in, inRows, out, rows, n, scale);
+    launchRows(rows, rowReduceVecKernel<Dtype, kWarpRow>,
+               rowReduceVecKernel<Dtype, kBlockRow>, reduction, in, inRows,
+               out, rows, n, scale);
   }
 };
 
@@ -1507,14 +1516,9 @@ template <int Dtype> struct LaunchSoftmaxStats {
   static void run(const void *in, void *max, void *sum, int64_t rows, int64_t n,
                   bool packs, bool partial) {
     float *maxes = static_cast<float *>(max), *sums = static_cast<float *>(sum);
-    if (warpPerRow(rows))
-      softmaxStatsKernel<Dtype, kWarpRow>
-          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
-             device().stream>>>(in, maxes, sums, rows, n, packs, partial);
-    else
-      softmaxStatsKernel<Dtype, kBlockRow>
-          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
-              in, maxes, sums, rows, n, packs, partial);
+    launchRows(rows, softmaxStatsKernel<Dtype, kWarpRow>,
+               softmaxStatsKernel<Dtype, kBlockRow>, in, maxes, sums, rows, n,
+               packs, partial);
   }
 };
 
@@ -1859,17 +1863,10 @@ template <int Dtype> struct LaunchLogitsBlock {
                   const void *targets, int64_t vocabStart,
                   int64_t vocabTotal, float *max, float *sum, float *picked,
                   unsigned long long *bad) {
-    if (warpPerRow(rows))
-      logitsBlockKernel<Dtype, kWarpRow>
-          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
-             device().stream>>>(logits, rows, count, packs, start,
-                                targetsDtype, targets, vocabStart, vocabTotal,
-                                max, sum, picked, bad);
-    else
-      logitsBlockKernel<Dtype, kBlockRow>
-          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
-              logits, rows, count, packs, start, targetsDtype, targets,
-              vocabStart, vocabTotal, max, sum, picked, bad);
+    launchRows(rows, logitsBlockKernel<Dtype, kWarpRow>,
+               logitsBlockKernel<Dtype, kBlockRow>, logits, rows, count, packs,
+               start, targetsDtype, targets, vocabStart, vocabTotal, max, sum,
+               picked, bad);
   }
 };
 
@@ -1940,15 +1937,9 @@ template <int Dtype> struct LaunchCrossEntropy {
   static void run(const void *logits, int64_t rows, int64_t vocab, bool packs,
                   int targetsDtype, const void *targets, float *losses,
                   unsigned long long *bad) {
-    if (warpPerRow(rows))
-      crossEntropyRowsKernel<Dtype, kWarpRow>
-          <<<blocksFor(rows, kBlockRow / kWarpRow), kBlockRow, 0,
-             device().stream>>>(logits, rows, vocab, packs, targetsDtype,
-                                targets, losses, bad);
-    else
-      crossEntropyRowsKernel<Dtype, kBlockRow>
-          <<<blocksFor(rows, 1), kBlockRow, 0, device().stream>>>(
-              logits, rows, vocab, packs, targetsDtype, targets, losses, bad);
+    launchRows(rows, crossEntropyRowsKernel<Dtype, kWarpRow>,
+               crossEntropyRowsKernel<Dtype, kBlockRow>, logits, rows, vocab,
+               packs, targetsDtype, targets, losses, bad);
   }
 };
 
