@@ -145,8 +145,12 @@ bool loomrt::planStridedGemm(const loomrt_contraction &c, StridedGemm &plan,
   // separate calls. Results must not overlap.
   auto xOf = [&](const Dim &d) { return d.stride[p.xIsA ? 0 : 1]; };
   auto yOf = [&](const Dim &d) { return d.stride[p.xIsA ? 1 : 0]; };
-  std::stable_sort(extras.begin(), extras.end(),
-                   [](const Dim &x, const Dim &y) { return x.size > y.size; });
+  // Largest first, ties in their order: an insertion sort of a few
+  // dimensions (libstdc++ 12's std::stable_sort calls get_temporary_buffer,
+  // which C++17 deprecates and clang 22 warns about in every build).
+  for (size_t i = 1; i < extras.size(); ++i)
+    for (size_t j = i; j > 0 && extras[j - 1].size < extras[j].size; --j)
+      std::swap(extras[j - 1], extras[j]);
   int64_t calls = 1;
   for (size_t i = 0; i < extras.size(); ++i) {
     if (extras[i].stride[2] == 0)
