@@ -497,6 +497,8 @@ struct TestFault {
   int rank = -1, signal = SIGSEGV;
   long number = -1; // the kernel's (from 1) or the collective's (from 0)
   bool access = false;
+  // For kClobber: which bytes the plan fault writes (LOOMRT_CHECK_STARTED).
+  bool result = false, member = false;
 
   static const TestFault &get() {
     static const TestFault fault = parse(getenv("LOOMRT_TEST_FAULT"));
@@ -513,6 +515,8 @@ struct TestFault {
       if (strstr(text, suffix))
         fault.signal = raised;
     fault.access = strstr(text, ":access") != nullptr;
+    fault.result = strstr(text, ":result") != nullptr;
+    fault.member = strstr(text, ":member") != nullptr;
     char word[8] = {};
     if (sscanf(text, "%d:%7[a-z]", &fault.rank, word) == 2) {
       fault.when = !strcmp(word, "after")     ? kAfterSteps
@@ -908,6 +912,13 @@ extern "C" void loomrt_combined(loomrt_ctx *rt, const char *site, int kind,
   if (poisoned)
     for (const loomrt_member &m : table)
       memset(m.out, 0xff, memberBytes(m));
+  // The test hook's plan fault ":member": member 0's result written after
+  // the start of the rank's combined collectives of step 1.
+  const TestFault &fault = TestFault::get();
+  if (poisoned && fault.when == TestFault::kClobber && fault.member &&
+      fault.rank == rt->worldRank && rt->stepNumber == 1 &&
+      memberBytes(table[0]))
+    static_cast<char *>(table[0].out)[0] = 0;
   auto unpack = [&ops, kind, n, total, table, start, result, owned, poisoned,
                  memberBytes, rt, what = c.what] {
     for (size_t i = 0; i < table.size(); ++i) {
@@ -1975,13 +1986,19 @@ private:
     collective(check.result.data());
     rt->runningStartedAtOnce = false;
     memset(out, 0xff, outBytes);
-    // The test hook's plan fault: the input of the rank's first started
-    // collective of step 1 written after its start.
+    // The test hook's plan fault: the input (or with ":result" the result's
+    // place) of the rank's first started collective of step 1 written after
+    // its start.
     const TestFault &fault = TestFault::get();
-    if (fault.when == TestFault::kClobber && fault.rank == rt->worldRank &&
-        rt->stepNumber == 1 && rt->startedChecks.empty() && inBytes &&
-        !(input < check.out + outBytes && check.out < input + inBytes))
-      const_cast<char *>(input)[0] ^= 1;
+    if (fault.when == TestFault::kClobber && !fault.member &&
+        fault.rank == rt->worldRank && rt->stepNumber == 1 &&
+        rt->startedChecks.empty()) {
+      if (fault.result && outBytes)
+        check.out[0] = 0;
+      else if (!fault.result && inBytes &&
+               !(input < check.out + outBytes && check.out < input + inBytes))
+        const_cast<char *>(input)[0] ^= 1;
+    }
     rt->startedChecks[future].push_back(std::move(check));
   }
 
