@@ -75,6 +75,9 @@ struct KernelInfo {
   std::string name, at;
   int64_t runs = 1;
   double bytes = 0, flops = 0;
+  /// For a kernel that only moves bytes (a slice, split, transpose or
+  /// concatenation), why it is not read in place (whyCopied).
+  std::string copiedBecause;
 };
 
 /// The kernels of the planned program in program order: fusion groups and

@@ -253,10 +253,10 @@ void loom::printCollectiveTable(ModuleOp module, llvm::raw_ostream &os) {
     // An all_slice sends nothing; what it costs is a copy, unless the
     // code reads its piece in place.
     if (isa<AllSliceOp>(info.op)) {
-      StringRef why = whyPartCopied(info.op);
+      std::string why = whyCopied(info.op);
       os << "     "
          << (why.empty() ? "read in place: a view of its input, no copy"
-                         : "copied: " + why.str())
+                         : "copied: " + why)
          << "\n";
     }
   }

@@ -141,6 +141,7 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
                     ? formatSourceLocs(op->getLoc())
                     : formatSourceLoc(op->getLoc());
       info.runs = countIterations(op);
+      info.copiedBecause = whyCopied(op);
       for (Value value : op->getOperands())
         info.bytes += bytesOf(value.getType());
       for (Value value : op->getResults())
@@ -303,6 +304,8 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
               out.attribute("runs", kernel.runs);
               out.attribute("bytes_per_run", kernel.bytes);
               out.attribute("flops_per_run", kernel.flops);
+              if (!kernel.copiedBecause.empty())
+                out.attribute("copied_because", kernel.copiedBecause);
             });
         });
     });
@@ -376,4 +379,17 @@ void loom::printReport(ModuleOp module, llvm::raw_ostream &os, bool json,
                        kernel.at.c_str(), static_cast<long long>(kernel.runs),
                        kernel.bytes, kernel.flops,
                        kernel.bytes > 0 ? kernel.flops / kernel.bytes : 0.0);
+  // Kernels that only move bytes cost bandwidth and a launch each; why
+  // each is not a view says what would make it one.
+  bool anyCopy = llvm::any_of(kernels, [](const KernelInfo &kernel) {
+    return !kernel.copiedBecause.empty();
+  });
+  if (!anyCopy)
+    return;
+  os << "  copies (kernels that only move bytes, and why each is not read "
+        "in place):\n";
+  for (auto [index, kernel] : llvm::enumerate(kernels))
+    if (!kernel.copiedBecause.empty())
+      os << llvm::format("    %3zu  ", index + 1) << kernel.name << " at "
+         << kernel.at << ": " << kernel.copiedBecause << "\n";
 }

@@ -8,10 +8,12 @@
 
 #include "dialects/loom/IR/LoomDialect.h"
 #include "dialects/loom/IR/LoomOps.h"
+#include "dialects/loom/IR/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -190,29 +192,36 @@ std::optional<loom::RowsView> loom::rowsView(ArrayRef<int64_t> shape,
   return view;
 }
 
-/// Whether every user of a transpose's `result`, stepping by `strides` in
-/// its input's buffer, reads it through them: contractions (and
-/// loom.logits_stats's product) by their descriptors, attention where the
-/// last dimension stays contiguous and the batch dimensions merge.
-static bool transposeReadersTakeStrides(Value result,
-                                        ArrayRef<int64_t> strides) {
-  return llvm::all_of(result.getUsers(), [&](Operation *user) {
+/// The first user of a transpose's `result`, stepping by `strides` in its
+/// input's buffer, that does not read it through them, or null where every
+/// one does: contractions (and loom.logits_stats's product) by their
+/// descriptors, attention where the last dimension stays contiguous and the
+/// batch dimensions merge.
+static Operation *transposeReaderWithoutStrides(Value result,
+                                                ArrayRef<int64_t> strides) {
+  for (Operation *user : result.getUsers()) {
     if (readsOperandsThroughStrides(user))
-      return true;
-    if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
-      return stats.getTargets() != result;
+      continue;
+    if (auto stats = dyn_cast<loom::LogitsStatsOp>(user)) {
+      if (stats.getTargets() != result)
+        continue;
+      return user;
+    }
     loom::AttentionView view;
-    return isa<loom::AttentionOp>(user) &&
-           loom::attentionView(
-               cast<RankedTensorType>(result.getType()).getShape(), strides,
-               view);
-  });
+    if (!isa<loom::AttentionOp>(user) ||
+        !loom::attentionView(
+            cast<RankedTensorType>(result.getType()).getShape(), strides,
+            view))
+      return user;
+  }
+  return nullptr;
 }
 
 bool loom::isTransposeView(Operation *op) {
   if (!isa<TransposeOp>(op) || op->use_empty())
     return false;
-  return transposeReadersTakeStrides(op->getResult(0), transposeStrides(op));
+  return !transposeReaderWithoutStrides(op->getResult(0),
+                                        transposeStrides(op));
 }
 
 std::optional<SmallVector<int64_t>>
@@ -255,26 +264,47 @@ bool loom::isView(Operation *op) {
          isPartView(op);
 }
 
-Operation *loom::inPlaceConcatOf(Value value) {
-  auto result = dyn_cast<OpResult>(value);
-  if (!result || !value.hasOneUse())
-    return nullptr;
+/// Why `piece`, an operand of `concat`, is copied into the concatenation
+/// rather than written there by the op that makes it; empty where it is
+/// written in place (inPlaceConcatOf).
+static StringRef whyPieceCopied(Value piece, loom::ConcatOp concat) {
+  auto result = dyn_cast<OpResult>(piece);
+  if (!result)
+    return "an argument, made by no op";
+  if (!piece.hasOneUse())
+    return llvm::all_of(piece.getUsers(),
+                        [&](Operation *user) { return user == concat; })
+               ? "it is more than one of the pieces"
+               : "it has other readers";
   Operation *maker = result.getOwner();
-  auto concat = dyn_cast<ConcatOp>(*value.getUsers().begin());
-  if (!concat || concat->getBlock() != maker->getBlock() ||
-      isa<FusedOp>(maker->getParentOp()))
-    return nullptr;
-  if (auto fused = dyn_cast<FusedOp>(maker)) {
+  if (concat->getBlock() != maker->getBlock())
+    return "it is made in another block";
+  if (isa<loom::FusedOp>(maker->getParentOp()))
+    return "it is made inside a fusion group";
+  if (auto fused = dyn_cast<loom::FusedOp>(maker)) {
     Operation *last = fused.getBody().front().getTerminator()->getPrevNode();
-    if (last && isa<SumOp, MeanOp, MaxOp>(last))
-      return nullptr; // a reduction's loop writes its result row-major
-  } else if (!isElementwise(maker) &&
-             !isa<MatmulOp, EinsumOp, BatchedEinsumOp>(maker)) {
-    return nullptr;
+    if (last && isa<loom::SumOp, loom::MeanOp, loom::MaxOp>(last))
+      return "its fusion group ends in a reduction, whose loop writes its "
+             "result row-major";
+  } else if (!loom::isElementwise(maker) &&
+             !isa<loom::MatmulOp, loom::EinsumOp, loom::BatchedEinsumOp>(
+                 maker)) {
+    return "its op writes a buffer of its own, not through strides (only "
+           "element-wise ops, fusion groups and contractions do)";
   }
   for (Operation *user : concat->getUsers())
-    if (isa<YieldOp, RepeatOp>(user))
-      return nullptr;
+    if (isa<loom::YieldOp, loom::RepeatOp>(user))
+      return "a loop yields the concatenation (or starts with it), and a "
+             "loop copies its carried values whole";
+  return StringRef();
+}
+
+Operation *loom::inPlaceConcatOf(Value value) {
+  if (!value.hasOneUse())
+    return nullptr;
+  auto concat = dyn_cast<ConcatOp>(*value.getUsers().begin());
+  if (!concat || !whyPieceCopied(value, concat).empty())
+    return nullptr;
   return concat;
 }
 
@@ -354,78 +384,89 @@ static bool piecesAreRuns(Operation *op) {
 /// their columns contiguous (attentionView), a norm reads rows of
 /// contiguous elements in up to two runs (rowsView), and a transpose or
 /// reshape that such readers read is a view with strides of its own.
-static bool readsStrided(Operation *user, Value value,
-                         ArrayRef<int64_t> strides) {
+/// Returns null where it does, else the op that does not: `user`, or a
+/// reader of the transpose or reshape `user` is.
+static Operation *readerWithoutStrides(Operation *user, Value value,
+                                       ArrayRef<int64_t> strides) {
+  auto refusedUnless = [&](bool reads) { return reads ? nullptr : user; };
   // A concatenation copies such a piece with loomrt_copy_strided.
   if (loom::isElementwise(user) || isa<loom::FusedOp, loom::ConcatOp>(user) ||
       readsOperandsThroughStrides(user))
-    return true;
+    return nullptr;
   if (auto stats = dyn_cast<loom::LogitsStatsOp>(user))
-    return stats.getTargets() != value;
+    return refusedUnless(stats.getTargets() != value);
   ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
   // A norm reads its input's rows where loomrt_rows says; its gains and
   // biases whole.
   if (isa<loom::LayerNormOp, loom::RMSNormOp>(user))
-    return user->getOperand(0) == value &&
-           llvm::count(user->getOperands(), value) == 1 &&
-           loom::rowsView(shape, strides);
+    return refusedUnless(user->getOperand(0) == value &&
+                         llvm::count(user->getOperands(), value) == 1 &&
+                         loom::rowsView(shape, strides));
   // So does a softmax over the last dimension, and a float's sum, mean or
   // maximum over it alone.
   if (auto softmax = dyn_cast<loom::SoftmaxOp>(user))
-    return int64_t(softmax.getDim()) + 1 == int64_t(shape.size()) &&
-           loom::rowsView(shape, strides);
+    return refusedUnless(int64_t(softmax.getDim()) + 1 ==
+                             int64_t(shape.size()) &&
+                         loom::rowsView(shape, strides));
   if (isa<loom::SumOp, loom::MeanOp, loom::MaxOp>(user)) {
     ArrayRef<int64_t> dims =
         user->getAttrOfType<DenseI64ArrayAttr>("dims").asArrayRef();
-    return dims.size() == 1 && dims[0] + 1 == int64_t(shape.size()) &&
-           isa<FloatType>(
-               cast<RankedTensorType>(value.getType()).getElementType()) &&
-           loom::rowsView(shape, strides);
+    return refusedUnless(
+        dims.size() == 1 && dims[0] + 1 == int64_t(shape.size()) &&
+        isa<FloatType>(
+            cast<RankedTensorType>(value.getType()).getElementType()) &&
+        loom::rowsView(shape, strides));
   }
   if (isa<loom::AttentionOp>(user)) {
     loom::AttentionView view;
-    return loom::attentionView(shape, strides, view);
+    return refusedUnless(loom::attentionView(shape, strides, view));
   }
   // A transpose or a reshape of it is a view as well, stepping by strides
   // of its own, where every reader of that view takes them.
-  if (auto transpose = dyn_cast<loom::TransposeOp>(user))
-    return !transpose->use_empty() &&
-           transposeReadersTakeStrides(
-               transpose.getResult(),
-               applyPermutation(strides, transpose.getPerm()));
+  if (auto transpose = dyn_cast<loom::TransposeOp>(user)) {
+    if (transpose->use_empty())
+      return user;
+    return transposeReaderWithoutStrides(
+        transpose.getResult(), applyPermutation(strides, transpose.getPerm()));
+  }
   if (auto reshape = dyn_cast<loom::ReshapeOp>(user)) {
     std::optional<SmallVector<int64_t>> stepped =
         loom::reshapeStrides(shape, strides, reshape.getType().getShape());
-    return stepped && !reshape->use_empty() &&
-           llvm::all_of(reshape->getUsers(), [&](Operation *reader) {
-             return readsStrided(reader, reshape.getResult(), *stepped);
-           });
+    if (!stepped || reshape->use_empty())
+      return user;
+    for (Operation *reader : reshape->getUsers())
+      if (Operation *refusing =
+              readerWithoutStrides(reader, reshape.getResult(), *stepped))
+        return refusing;
+    return nullptr;
   }
-  return false;
+  return user;
 }
 
-StringRef loom::whyPartCopied(Operation *op) {
+/// whyPartCopied, and where a strided piece's reader does not take its
+/// strides, that reader (the first found) in `refusing`.
+static StringRef partCopyReason(Operation *op, Operation **refusing) {
   SmallVector<ArrayRef<int64_t>> parts;
   Value input = partsOf(op, parts);
   if (!input)
     return "it is not a slice, split or all_slice";
   // A fusion group's ops compute element by element; they have no buffers.
-  if (isa_and_nonnull<FusedOp>(op->getParentOp()))
+  if (isa_and_nonnull<loom::FusedOp>(op->getParentOp()))
     return "it is computed in a fusion group";
-  if (!isRowMajorInBuffer(input))
+  if (!loom::isRowMajorInBuffer(input))
     return "its input is stored in another order than row-major";
   // A loop's carried value is overwritten as its iteration ends, by copies
   // that know whole buffers only (carriedMoves): a part of one stays a
   // value of its own.
-  for (Value stored = input; stored; stored = viewedValue(stored))
+  for (Value stored = input; stored; stored = loom::viewedValue(stored))
     if (auto argument = dyn_cast<BlockArgument>(stored))
-      if (auto repeat = dyn_cast<RepeatOp>(argument.getOwner()->getParentOp()))
+      if (auto repeat = dyn_cast<loom::RepeatOp>(argument.getOwner()->getParentOp()))
         if (argument.getArgNumber() < repeat.getCarried().size())
           return "its input is a loop's carried value, which the "
                  "iteration's end overwrites";
   // Where a rank's piece starts is known only as the program runs, and the
   // runtime's table of outputs holds fixed offsets.
-  if (isa<AllSliceOp>(op) && returnedThroughViews(op->getResult(0)))
+  if (isa<loom::AllSliceOp>(op) && returnedThroughViews(op->getResult(0)))
     return "the model returns it, and the table of outputs holds fixed "
            "offsets";
   if (piecesAreRuns(op))
@@ -436,13 +477,65 @@ StringRef loom::whyPartCopied(Operation *op) {
       cast<RankedTensorType>(input.getType()).getShape();
   for (Value piece : op->getResults())
     for (Operation *user : piece.getUsers())
-      if (!readsStrided(user, piece, computeStrides(inputShape)))
+      if (Operation *reader = readerWithoutStrides(
+              user, piece, computeStrides(inputShape))) {
+        if (refusing)
+          *refusing = reader;
         return "its pieces are not contiguous runs of the input, and not "
                "every reader takes strides (element-wise ops, contractions, "
                "concatenations, attention, and norms, softmaxes and float "
                "reductions over the last dimension do, and reshapes and "
                "transposes that only they read)";
+      }
   return StringRef();
+}
+
+StringRef loom::whyPartCopied(Operation *op) {
+  return partCopyReason(op, nullptr);
+}
+
+/// An op and where the model says it, for a reason: `loom.layernorm at
+/// model.loom:12:7`.
+static std::string describeOp(Operation *op) {
+  return (op->getName().getStringRef() + " at " +
+          loom::formatSourceLoc(op->getLoc()))
+      .str();
+}
+
+std::string loom::whyCopied(Operation *op) {
+  if (isa<SliceOp, SplitOp, AllSliceOp>(op)) {
+    Operation *refusing = nullptr;
+    std::string why = partCopyReason(op, &refusing).str();
+    if (refusing)
+      why += "; " + describeOp(refusing) + " does not";
+    return why;
+  }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    if (isTransposeView(op) || op->use_empty())
+      return std::string();
+    Operation *refusing = transposeReaderWithoutStrides(
+        transpose.getResult(), transposeStrides(op));
+    return "not every reader takes permuted strides (contractions do, and "
+           "attention where the last dimension stays last); " +
+           describeOp(refusing) + " does not";
+  }
+  auto concat = dyn_cast<ConcatOp>(op);
+  if (!concat || isView(op))
+    return std::string();
+  SmallVector<std::string> pieces;
+  for (auto [index, input] : llvm::enumerate(concat.getInputs())) {
+    StringRef why = whyPieceCopied(input, concat);
+    if (why.empty())
+      continue;
+    Operation *maker = input.getDefiningOp();
+    // A view's op writes nothing: its piece is copied through its strides.
+    if (maker && why.starts_with("its op") && isView(maker))
+      why = "it is a view of another value's buffer";
+    std::string piece = "piece " + std::to_string(index + 1);
+    pieces.push_back(maker ? piece + " (" + describeOp(maker) + "): " + why.str()
+                           : piece + ": " + why.str());
+  }
+  return llvm::join(pieces, "; ");
 }
 
 bool loom::isPartView(Operation *op) { return whyPartCopied(op).empty(); }

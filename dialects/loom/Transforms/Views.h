@@ -125,6 +125,12 @@ bool isPartView(mlir::Operation *op);
 /// rather than read in place (`--explain` prints it for each all_slice);
 /// empty for a part view.
 llvm::StringRef whyPartCopied(mlir::Operation *op);
+/// Why a kernel that only moves bytes (a slice, split or all_slice; a
+/// transpose; a concatenation) copies them rather than being read in
+/// place, naming the first reader or piece that stops it
+/// (`loom.layernorm at model.loom:12:7 does not`); empty for a view and
+/// for any other op. `--report` prints it for each such kernel.
+std::string whyCopied(mlir::Operation *op);
 /// Where a part view's result starts in its input's buffer, in bytes (for
 /// an all_slice, the part that does not depend on the rank: 0).
 int64_t partViewBytes(mlir::OpResult part);
