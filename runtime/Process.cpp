@@ -1266,7 +1266,8 @@ const char *kUsage =
     "                           (--overlap-collectives) or its result before "
     "its wait;\n"
     "                           each runs at once, its result NaN until the "
-    "wait\n"
+    "wait (a CUDA\n"
+    "                           program refuses it)\n"
     "  LOOMRT_PEAKS=GBPS,TFLOPS --profile's peaks, e.g. a datasheet's "
     "(4800,989), instead\n"
     "                           of measuring them\n";
@@ -1487,6 +1488,15 @@ bool parseOptions(int argc, char **argv, Options &options, std::string &error) {
       error = std::string(name) + " must be 0 or 1, not '" + value + "'";
       return false;
     }
+  }
+  // The checker runs started collectives at once into host buffers of its
+  // own; a CUDA program's buffers are the device's, so asking it to check
+  // one must not pass for a check that found nothing.
+  if (envSwitch("LOOMRT_CHECK_STARTED", false) && !deviceOps().hostMemory) {
+    error = "LOOMRT_CHECK_STARTED=1 checks the CPU backend only, and this "
+            "program was built for CUDA: build it with --target=cpu to check "
+            "its plan";
+    return false;
   }
   const char *attention = getenv("LOOMRT_ATTENTION");
   if (attention && *attention && strcmp(attention, "mma") != 0 &&

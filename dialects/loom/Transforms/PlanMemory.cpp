@@ -550,8 +550,11 @@ struct PlanMemoryPass : public loom::impl::LoomPlanMemoryBase<PlanMemoryPass> {
       SmallVector<size_t> positions(buffers.size());
       for (size_t i = 0; i < positions.size(); ++i)
         positions[i] = i;
-      llvm::stable_sort(positions,
-                        [&](size_t a, size_t b) { return key(a) < key(b); });
+      // Every key ends with its position, so the order is total: sort
+      // needs no stability (and libstdc++ 12's stable_sort warns under
+      // clang).
+      llvm::sort(positions,
+                 [&](size_t a, size_t b) { return key(a) < key(b); });
       return llvm::map_to_vector(positions,
                                  [&](size_t i) { return buffers[i]; });
     };

@@ -280,11 +280,16 @@ Propagator::Outcome Propagator::processGroup(OpGroups &groups,
   }
   if (order.empty())
     return Outcome::Unchanged;
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+  // Ties keep the members' order: the index decides last, so llvm::sort
+  // is as stable as llvm::stable_sort, without the deprecation warning
+  // that libstdc++ 12's version (get_temporary_buffer) gives under clang.
+  llvm::sort(order, [&](unsigned a, unsigned b) {
     DimState &da = dimOf(group.members[a]), &db = dimOf(group.members[b]);
     if (da.priority != db.priority)
       return da.priority < db.priority;
-    return da.closed && !db.closed;
+    if (da.closed != db.closed)
+      return da.closed;
+    return a < b;
   });
 
   DimState target = dimOf(group.members[order.front()]);
