@@ -29,6 +29,7 @@ void loom::buildSpmdPipeline(mlir::OpPassManager &pm,
   // identical collectives.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomHoistCollectives());
   LoomCombineCollectivesOptions combine;
   combine.maxBytes = options.combineBytes;
   pm.addNestedPass<mlir::func::FuncOp>(createLoomCombineCollectives(combine));
@@ -41,6 +42,7 @@ void loom::buildKernelPlanPipeline(mlir::OpPassManager &pm,
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseElementwise());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseLogitsStats());
   pm.addNestedPass<mlir::func::FuncOp>(createLoomFuseAddNorm());
+  pm.addNestedPass<mlir::func::FuncOp>(createLoomSplitToSlices());
   // After fusion, which would not move ops across a wait, and before the
   // plan, which keeps a started collective's buffers alive to its wait.
   if (options.overlapCollectives)

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/loom/Transforms/Passes.h"
+#include "dialects/loom/Transforms/Views.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -24,19 +25,6 @@ using namespace mlir;
 using namespace loom;
 
 namespace {
-
-/// Where the piece `part` of a slice or split starts in that op's input.
-SmallVector<int64_t> pieceStart(OpResult part) {
-  Operation *op = part.getOwner();
-  if (auto slice = dyn_cast<SliceOp>(op))
-    return SmallVector<int64_t>(slice.getStart());
-  auto split = cast<SplitOp>(op);
-  SmallVector<int64_t> start(
-      cast<RankedTensorType>(part.getType()).getRank(), 0);
-  for (int64_t size : split.getSizes().take_front(part.getResultNumber()))
-    start[split.getDim()] += size;
-  return start;
-}
 
 struct ComposeSlicesPass
     : public loom::impl::LoomComposeSlicesBase<ComposeSlicesPass> {

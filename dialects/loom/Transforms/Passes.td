@@ -233,6 +233,33 @@ def LoomFuseLogitsStats : Pass<"loom-fuse-logits-stats", "mlir::func::FuncOp"> {
   let dependentDialects = ["loom::LoomDialect"];
 }
 
+def LoomSplitToSlices : Pass<"loom-split-to-slices", "mlir::func::FuncOp"> {
+  let summary = "Make a copied split one slice a piece where some can be views";
+  let description = [{
+    Part of the plan every backend shares, after the fusion passes (whose
+    groups and norms are the pieces' readers the memory plan judges) and
+    before `loom-plan-memory`. A `loom.split` that the memory plan would
+    copy, because some piece's reader does not take strides (a
+    collective, a cross-entropy), becomes one `loom.slice` per piece read,
+    where at least one of those slices is then read in place
+    (dialects/loom/Transforms/Views.h): each piece is judged alone, and
+    only those that need a copy get one. The values are unchanged; so is
+    the code of a piece that is copied (one copy a piece either way).
+
+    ```mlir
+    %q, %k, %v = loom.split %qkv dim = 2 sizes = [1, 1, 1] : tensor<4x64x3x2x64xf32> -> ...
+    // q and k normalised in place, v gathered (a collective): becomes
+    %q = loom.slice %qkv [0, 0, 0, 0, 0] to [4, 64, 1, 2, 64] : ...
+    %k = loom.slice %qkv [0, 0, 1, 0, 0] to [4, 64, 2, 2, 64] : ...
+    %v = loom.slice %qkv [0, 0, 2, 0, 0] to [4, 64, 3, 2, 64] : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numSplit", "split", "Number of splits made one slice a piece">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
 def LoomComposeSlices : Pass<"loom-compose-slices", "mlir::func::FuncOp"> {
   let summary = "Read a slice or split of a piece from the piece's own input";
   let description = [{
@@ -392,6 +419,36 @@ def LoomBatchContractions : Pass<"loom-batch-contractions", "mlir::func::FuncOp"
   let statistics = [
     Statistic<"numBatches", "batches", "Number of batched contractions made">,
     Statistic<"numContractions", "contractions", "Number of contractions batched">,
+  ];
+  let dependentDialects = ["loom::LoomDialect"];
+}
+
+def LoomHoistCollectives : Pass<"loom-hoist-collectives", "mlir::func::FuncOp"> {
+  let summary = "Run a collective of a transpose on the transpose's input";
+  let description = [{
+    Part of the SPMD pipeline, after partitioning and before
+    `loom-combine-collectives`. A collective whose input is a transpose
+    that nothing else reads runs on the transpose's input instead, its
+    dimensions (`dim`, `split_dim`, `concat_dim`) those the transpose took
+    them from, and the transpose is moved after it, where its readers
+    read it: only where those readers take permuted strides (contractions,
+    and attention with the last dimension last), so that the moved
+    transpose is a view (dialects/loom/Transforms/Views.h). A transpose
+    that only a collective reads is otherwise a copy. Kinds moved:
+    `all_gather`, `all_slice`, `reduce_scatter`, `all_to_all`,
+    `all_reduce`, `collective_permute`; the values are unchanged, and so
+    are the bytes each rank sends.
+
+    ```mlir
+    %t = loom.transpose %k perm = [0, 2, 1, 3] : tensor<4x64x2x64xf32> -> tensor<4x2x64x64xf32>
+    %g = loom.all_gather %t on @m ["sp"] dim 2 : tensor<4x2x64x64xf32> -> tensor<4x2x128x64xf32>
+    // becomes (attention reads %g)
+    %h = loom.all_gather %k on @m ["sp"] dim 1 : tensor<4x64x2x64xf32> -> tensor<4x128x2x64xf32>
+    %g = loom.transpose %h perm = [0, 2, 1, 3] : tensor<4x128x2x64xf32> -> tensor<4x2x128x64xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numHoisted", "hoisted", "Number of collectives moved before a transpose">,
   ];
   let dependentDialects = ["loom::LoomDialect"];
 }

@@ -150,6 +150,9 @@ std::vector<KernelInfo> loom::collectKernels(ModuleOp planned) {
       if (auto embedding = dyn_cast<EmbeddingOp>(op))
         info.bytes += bytesOf(embedding.getResult().getType()) -
                       bytesOf(embedding.getTable().getType());
+      // A slice reads only its piece.
+      if (isa<SliceOp>(op))
+        info.bytes = 2 * bytesOf(op->getResult(0).getType());
       // A concatenation copies only the pieces not written in place.
       if (auto concat = dyn_cast<ConcatOp>(op)) {
         info.bytes = 0;

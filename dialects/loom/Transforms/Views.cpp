@@ -224,6 +224,16 @@ bool loom::isTransposeView(Operation *op) {
                                         transposeStrides(op));
 }
 
+bool loom::readersTakeTransposeOf(Value value, ArrayRef<int64_t> perm) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  SmallVector<int64_t> inputShape(shape.size());
+  for (auto [i, from] : llvm::enumerate(perm))
+    inputShape[from] = shape[i];
+  return !value.use_empty() &&
+         !transposeReaderWithoutStrides(value,
+                                        transposeStrides(inputShape, perm));
+}
+
 std::optional<SmallVector<int64_t>>
 loom::reshapeStrides(ArrayRef<int64_t> inShape, ArrayRef<int64_t> inStrides,
                      ArrayRef<int64_t> outShape) {
@@ -540,21 +550,27 @@ std::string loom::whyCopied(Operation *op) {
 
 bool loom::isPartView(Operation *op) { return whyPartCopied(op).empty(); }
 
+SmallVector<int64_t> loom::pieceStart(OpResult part) {
+  Operation *op = part.getOwner();
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return SmallVector<int64_t>(slice.getStart());
+  auto split = cast<SplitOp>(op);
+  SmallVector<int64_t> start(
+      cast<RankedTensorType>(part.getType()).getRank(), 0);
+  for (int64_t size : split.getSizes().take_front(part.getResultNumber()))
+    start[split.getDim()] += size;
+  return start;
+}
+
 int64_t loom::partViewBytes(OpResult part) {
   Operation *op = part.getOwner();
   auto input = cast<RankedTensorType>(op->getOperand(0).getType());
   SmallVector<int64_t> strides = computeStrides(input.getShape());
-  int64_t elements = 0;
   if (isa<AllSliceOp>(op))
     return 0; // the rank's piece: an ArenaStep
-  if (auto slice = dyn_cast<SliceOp>(op)) {
-    for (auto [start, stride] : llvm::zip(slice.getStart(), strides))
-      elements += start * stride;
-  } else {
-    auto split = cast<SplitOp>(op);
-    for (int64_t size : split.getSizes().take_front(part.getResultNumber()))
-      elements += size * strides[split.getDim()];
-  }
+  int64_t elements = 0;
+  for (auto [start, stride] : llvm::zip(pieceStart(part), strides))
+    elements += start * stride;
   return elements * elementBytes(input);
 }
 

@@ -33,6 +33,11 @@ namespace loom {
 /// reads head-split projections laid out [b, s, h, e] as [b, h, s, e].
 bool isTransposeView(mlir::Operation *op);
 
+/// Whether every reader of `value` would read it through strides if it were
+/// the transpose by `perm` of a row-major value: a transpose made there
+/// would be a view (isTransposeView). False where nothing reads it.
+bool readersTakeTransposeOf(mlir::Value value, llvm::ArrayRef<int64_t> perm);
+
 /// A transpose's element strides into its input's buffer, per result
 /// dimension (result dimension i is input dimension perm[i]).
 llvm::SmallVector<int64_t> transposeStrides(mlir::Operation *transpose);
@@ -131,6 +136,9 @@ llvm::StringRef whyPartCopied(mlir::Operation *op);
 /// (`loom.layernorm at model.loom:12:7 does not`); empty for a view and
 /// for any other op. `--report` prints it for each such kernel.
 std::string whyCopied(mlir::Operation *op);
+/// Where the piece `part` of a slice or split starts in that op's input,
+/// per dimension.
+llvm::SmallVector<int64_t> pieceStart(mlir::OpResult part);
 /// Where a part view's result starts in its input's buffer, in bytes (for
 /// an all_slice, the part that does not depend on the rank: 0).
 int64_t partViewBytes(mlir::OpResult part);

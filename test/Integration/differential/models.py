@@ -282,6 +282,30 @@ model ReductionsOfPieces(x: f32[B<dp>, S, D]) -> (a: f32[B<dp>, S], b: f32[B<dp>
 }
 """)
 
+model("sequence-parallel-fused-heads")("""
+mesh m = [%MESH%]
+const B = 2, S = 8, D = 16, H = 4, E = 4
+// q, k and v split from one projection, the sequence split (over dp here)
+// and the heads over tp: gathered along the sequence before their
+// transposes (loom-hoist-collectives), v's piece alone copied
+// (loom-split-to-slices)
+block Attention(x: f32[B, S<dp>, D]) -> f32[B, S<dp>, D] {
+  param w_qkv: f32[D, 3, H<tp>, E] = normal(0.25)
+  param w_o: f32[H<tp>, E, D] = normal(0.25)
+  param g_q: f32[E] = normal(1.0, 0.2)
+  param g_k: f32[E] = normal(1.0, 0.2)
+  q, k, v = split(einsum("bsd,dche->bsche", x, w_qkv), [1, 1, 1], dim = 2)
+  q = rmsnorm(reshape(q, [B, S, H, E]), g_q, eps = 1e-6)
+  k = rmsnorm(reshape(k, [B, S, H, E]), g_k, eps = 1e-6)
+  o = attention(transpose(q, perm = [0, 2, 1, 3]), transpose(k, perm = [0, 2, 1, 3]),
+                transpose(reshape(v, [B, S, H, E]), perm = [0, 2, 1, 3]), causal = true)
+  return einsum("bhse,hed->bsd", o, w_o)
+}
+model SequenceParallelHeads(x: f32[B, S<dp>, D]) -> (y: f32[B, S<dp>, D]) {
+  return x + Attention(x)
+}
+""")
+
 model("norms")("""
 mesh m = [%MESH%]
 const B = 8, S = 4, D = 8
