@@ -116,6 +116,17 @@ struct HoistCollectivesPass
               LoomDialect::kReasonAttrName))
         moved->setAttr(LoomDialect::kReasonAttrName,
                        reasonBeforeTranspose(reason, transpose));
+      // The transpose, a view, goes just before its first reader, so that
+      // loom-combine-collectives sees the collective's result first read
+      // there, as it was, and can still join it with others.
+      Operation *firstReader = nullptr;
+      for (Operation *user : collective->getResult(0).getUsers())
+        if (Operation *inBlock =
+                collective->getBlock()->findAncestorOpInBlock(*user))
+          if (!firstReader || inBlock->isBeforeInBlock(firstReader))
+            firstReader = inBlock;
+      if (firstReader)
+        builder.setInsertionPoint(firstReader);
       Value after = TransposeOp::create(builder, transpose.getLoc(), type,
                                         moved->getResult(0), perm);
       collective->getResult(0).replaceAllUsesWith(after);

@@ -1,14 +1,15 @@
 // RUN: loom-opt %s --split-input-file --loom-hoist-collectives | FileCheck %s
 
 // Sequence parallelism's k and v: gathered along s where they lie
-// ([b, s, h, e]), and the transposes moved after the gathers, where
-// attention reads them through strides. The reason names the transpose's
+// ([b, s, h, e]), and the transposes moved after the gathers, just before
+// attention, which reads them through strides (so that
+// loom-combine-collectives still sees the gathers first read there). The reason names the transpose's
 // input and its maker (here an argument), its layouts in the input's order.
 loom.mesh @m ["sp" = 2]
 // CHECK-LABEL: func.func @gathers_for_attention
 // CHECK-NEXT:  %[[K:.*]] = loom.all_gather %arg1 on @m ["sp"] dim 1 {loom.reason = {consumer = "loom.attention at a.loom:9:7", from = #loom.sharding<@m, [{}, {"sp"}, {}, {}]>, producer = "argument 1 at {{.*}}", to = #loom.sharding<@m, [{}, {}, {}, {}]>, value = "the input of loom.transpose at {{.*}}"}} : tensor<2x4x3x8xf32> -> tensor<2x8x3x8xf32>
-// CHECK-NEXT:  %[[KT:.*]] = loom.transpose %[[K]] perm = [0, 2, 1, 3] : tensor<2x8x3x8xf32> -> tensor<2x3x8x8xf32>
 // CHECK-NEXT:  %[[V:.*]] = loom.all_gather %arg2 on @m ["sp"] dim 1 : tensor<2x4x3x8xf32> -> tensor<2x8x3x8xf32>
+// CHECK-NEXT:  %[[KT:.*]] = loom.transpose %[[K]] perm = [0, 2, 1, 3] : tensor<2x8x3x8xf32> -> tensor<2x3x8x8xf32>
 // CHECK-NEXT:  %[[VT:.*]] = loom.transpose %[[V]] perm = [0, 2, 1, 3] : tensor<2x8x3x8xf32> -> tensor<2x3x8x8xf32>
 // CHECK-NEXT:  loom.attention %arg0, %[[KT]], %[[VT]]
 func.func @gathers_for_attention(%q: tensor<2x3x8x8xf32> {loom.input = "q"}, %k: tensor<2x4x3x8xf32> {loom.input = "k"}, %v: tensor<2x4x3x8xf32> {loom.input = "v"}) -> tensor<2x3x8x8xf32> attributes {loom.model} {
@@ -27,10 +28,10 @@ func.func @gathers_for_attention(%q: tensor<2x3x8x8xf32> {loom.input = "q"}, %k:
 loom.mesh @m ["tp" = 2]
 // CHECK-LABEL: func.func @exchanged_and_reduced
 // CHECK-NEXT:  %[[A:.*]] = loom.all_to_all %arg0 on @m ["tp"] split 0 concat 1 : tensor<4x6xf32> -> tensor<2x12xf32>
-// CHECK-NEXT:  %[[AT:.*]] = loom.transpose %[[A]] perm = [1, 0] : tensor<2x12xf32> -> tensor<12x2xf32>
 // CHECK-NEXT:  %[[R:.*]] = loom.all_reduce %arg1 on @m ["tp"] sum : tensor<2x5xf32>
-// CHECK-NEXT:  %[[RT:.*]] = loom.transpose %[[R]] perm = [1, 0] : tensor<2x5xf32> -> tensor<5x2xf32>
+// CHECK-NEXT:  %[[AT:.*]] = loom.transpose %[[A]] perm = [1, 0] : tensor<2x12xf32> -> tensor<12x2xf32>
 // CHECK-NEXT:  loom.matmul %[[AT]], %arg2
+// CHECK-NEXT:  %[[RT:.*]] = loom.transpose %[[R]] perm = [1, 0] : tensor<2x5xf32> -> tensor<5x2xf32>
 // CHECK-NEXT:  loom.matmul %[[RT]], %arg3
 func.func @exchanged_and_reduced(%x: tensor<4x6xf32> {loom.input = "x"}, %y: tensor<2x5xf32> {loom.input = "y"}, %w: tensor<2x3xf32> {loom.input = "w"}, %u: tensor<2x3xf32> {loom.input = "u"}) -> (tensor<12x3xf32>, tensor<5x3xf32>) attributes {loom.model} {
   %t = loom.transpose %x perm = [1, 0] : tensor<4x6xf32> -> tensor<6x4xf32>
