@@ -130,7 +130,7 @@ struct FuseAddNormPass
 
   /// A sum made as addendsOf says, normalised by a layernorm or rmsnorm of
   /// its block (of its type) whose scale and bias exist where the sum is
-  /// made.
+  /// made, or where the norm is when nothing else reads the sum before it.
   void fuse(Value sum, DominanceInfo &dominance) {
     std::optional<Addends> addends = addendsOf(sum);
     if (!addends)
@@ -146,11 +146,23 @@ struct FuseAddNormPass
       }
     if (!norm)
       return;
-    for (Value operand : norm->getOperands().drop_front())
-      if (!dominance.properlyDominates(operand, producer))
-        return;
+    // The fused op goes where the sum was made, or, where a gain or bias is
+    // made after it (a gather of the norm's gains placed just before the
+    // norm), where the norm was: only if no other reader of the sum comes
+    // before the norm, as all of them will read the fused op's sum.
+    Operation *place = producer;
+    if (llvm::any_of(norm->getOperands().drop_front(), [&](Value operand) {
+          return !dominance.properlyDominates(operand, producer);
+        })) {
+      for (Operation *user : sum.getUsers()) {
+        Operation *inBlock = norm->getBlock()->findAncestorOpInBlock(*user);
+        if (user != norm && (!inBlock || !norm->isBeforeInBlock(inBlock)))
+          return;
+      }
+      place = norm;
+    }
     bool rms = isa<RMSNormOp>(norm);
-    OpBuilder builder(producer);
+    OpBuilder builder(place);
     Type type = sum.getType();
     auto fused = AddNormOp::create(
         builder, builder.getFusedLoc({producer->getLoc(), norm->getLoc()}),

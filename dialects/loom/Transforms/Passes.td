@@ -563,7 +563,8 @@ def LoomFuseAddNorm : Pass<"loom-fuse-add-norm", "mlir::func::FuncOp"> {
     A `loom.add` left on its own (no broadcast, one type throughout) whose
     sum a `loom.layernorm` or `loom.rmsnorm` of its block normalises
     becomes, with that norm, one `loom.add_norm` in the add's place, when
-    the norm's scale and bias exist there. The sum keeps its other readers
+    the norm's scale and bias exist there, else in the norm's place when
+    nothing else reads the sum before the norm. The sum keeps its other readers
     (the residual stream). Backends read the two addends once, write the
     sum and normalise it from registers: a pre-norm transformer layer's
     `x = x + attention(h)` and `layernorm(x)` cost one pass instead of a

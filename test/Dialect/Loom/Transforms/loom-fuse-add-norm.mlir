@@ -36,13 +36,20 @@ func.func @rms_in_repeat(%x: tensor<4x8xf32>, %g: tensor<2x8xf32>) -> tensor<4x8
 // -----
 
 // Kept apart: a broadcast add; a norm of another type than the sum's (an
-// f32 sum of bf16 addends); a scale made after the add; a norm in another
-// block (inside a repeat, the add outside).
+// f32 sum of bf16 addends); a scale made after the add, with another
+// reader of the sum before the norm; a norm in another block (inside a
+// repeat, the add outside). A scale made after the add with no other
+// reader before the norm (a gather of the gains placed just before it):
+// fused where the norm was.
 // CHECK-LABEL: func.func @broadcast
 // CHECK-NOT:   loom.add_norm
 // CHECK-LABEL: func.func @promoted
 // CHECK-NOT:   loom.add_norm
 // CHECK-LABEL: func.func @late_scale
+// CHECK-NEXT:  %[[G:.*]] = loom.tanh %arg2
+// CHECK-NEXT:  %[[S:.*]], %[[R:.*]] = loom.add_norm %arg0, %arg1, %[[G]], %arg3
+// CHECK-NEXT:  loom.mul %[[R]], %[[S]]
+// CHECK-LABEL: func.func @late_scale_read_before
 // CHECK-NOT:   loom.add_norm
 // CHECK-LABEL: func.func @other_block
 // CHECK-NOT:   loom.add_norm
@@ -60,7 +67,16 @@ func.func @late_scale(%x: tensor<4x8xbf16>, %a: tensor<4x8xbf16>, %g: tensor<8xf
   %s = loom.add %x, %a : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
   %g2 = loom.tanh %g : tensor<8xf32>
   %y = loom.layernorm %s, %g2, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>
-  return %y : tensor<4x8xbf16>
+  %z = loom.mul %y, %s : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  return %z : tensor<4x8xbf16>
+}
+func.func @late_scale_read_before(%x: tensor<4x8xbf16>, %a: tensor<4x8xbf16>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+  %s = loom.add %x, %a : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  %t = loom.tanh %s : tensor<4x8xbf16>
+  %g2 = loom.tanh %g : tensor<8xf32>
+  %y = loom.layernorm %s, %g2, %b eps = 1.0e-05 : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32> -> tensor<4x8xbf16>
+  %z = loom.mul %y, %t : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+  return %z : tensor<4x8xbf16>
 }
 func.func @other_block(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
   %s = loom.add %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
