@@ -173,6 +173,18 @@ std::string loom::describeValue(Value value) {
       .str();
 }
 
+std::string loom::describeOp(Operation *op) {
+  StringRef what = isa<ShardOp>(op) ? StringRef("the sharding constraint")
+                                    : op->getName().getStringRef();
+  return (what + " at " + formatSourceLocs(op->getLoc())).str();
+}
+
+std::string loom::describeProducer(Value value) {
+  if (Operation *maker = value.getDefiningOp())
+    return describeOp(maker);
+  return describeValue(value) + " at " + formatSourceLoc(value.getLoc());
+}
+
 int64_t loom::syntheticIdBound(Value input) {
   auto groupSize = [](Operation *op, std::optional<ArrayAttr> axes,
                       FlatSymbolRefAttr meshRef) -> int64_t {

@@ -89,6 +89,12 @@ std::string formatSourceLocs(mlir::Location loc);
 /// The user's name for `value` (`%h`), from its NameLoc, or a description
 /// of where it comes from.
 std::string describeValue(mlir::Value value);
+/// An op and where the model writes it, as reasons name it: `loom.layernorm
+/// at model.loom:12:7` (a loom.shard is `the sharding constraint`; an op
+/// made of several names each place, formatSourceLocs).
+std::string describeOp(mlir::Operation *op);
+/// What made `value`: its op (describeOp), or the argument it is and where.
+std::string describeProducer(mlir::Value value);
 
 } // namespace loom
 

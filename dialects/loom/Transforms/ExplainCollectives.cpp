@@ -44,12 +44,6 @@ std::string loom::formatShape(Type type) {
   return text;
 }
 
-static std::string describeOp(Operation *op) {
-  return (op->getName().getStringRef() + " at " +
-          formatSourceLocs(op->getLoc()))
-      .str();
-}
-
 /// Where the loom.start holding `collective` (directly or in a
 /// loom.combined) starts it and is first waited for.
 static void describeStart(Operation *collective, CollectiveInfo &info) {

@@ -66,15 +66,8 @@ DictionaryAttr reasonBeforeTranspose(DictionaryAttr reason,
   entries.set("value",
               StringAttr::get(context, "the input of loom.transpose at " +
                                            formatSourceLoc(transpose.getLoc())));
-  // As the partitioner names makers: an op, or an argument by its name.
-  Value input = transpose.getInput();
-  Operation *maker = input.getDefiningOp();
-  std::string producer =
-      maker ? (maker->getName().getStringRef() + " at " +
-               formatSourceLoc(maker->getLoc()))
-                  .str()
-            : describeValue(input) + " at " + formatSourceLoc(input.getLoc());
-  entries.set("producer", StringAttr::get(context, producer));
+  entries.set("producer", StringAttr::get(context, describeProducer(
+                                                   transpose.getInput())));
   return entries.getDictionary(context);
 }
 

@@ -231,12 +231,6 @@ Layout Partitioner::fromAttr(ShardingAttr sharding) {
   return layout;
 }
 
-static std::string describeOp(Operation *op) {
-  StringRef what = isa<ShardOp>(op) ? StringRef("the sharding constraint")
-                                    : op->getName().getStringRef();
-  return (what + " at " + formatSourceLoc(op->getLoc())).str();
-}
-
 /// `loc` without the user's variable name, for ops the partitioner adds:
 /// a collective in front of `%x = ...` does not compute `%x`.
 static Location unnamed(Location loc) {
@@ -252,10 +246,7 @@ DictionaryAttr Partitioner::reasonFor(Value value, const Layout &from,
   std::string name = valueNames.lookup(value);
   if (name.empty())
     name = describeValue(value);
-  std::string producer =
-      value.getDefiningOp()
-          ? describeOp(value.getDefiningOp())
-          : describeValue(value) + " at " + formatSourceLoc(value.getLoc());
+  std::string producer = describeProducer(value);
   SmallVector<NamedAttribute> entries = {
       {str("value"), str(name)},
       {str("from"), toAttr(from)},

@@ -504,14 +504,6 @@ StringRef loom::whyPartCopied(Operation *op) {
   return partCopyReason(op, nullptr);
 }
 
-/// An op and where the model says it, for a reason: `loom.layernorm at
-/// model.loom:12:7`.
-static std::string describeOp(Operation *op) {
-  return (op->getName().getStringRef() + " at " +
-          loom::formatSourceLoc(op->getLoc()))
-      .str();
-}
-
 std::string loom::whyCopied(Operation *op) {
   if (isa<SliceOp, SplitOp, AllSliceOp>(op)) {
     Operation *refusing = nullptr;
